@@ -1,0 +1,81 @@
+/** Deeper than this is refused rather than risking the call stack (and it catches cycles). */
+const MAX_DEPTH = 1000;
+
+/**
+ * Serialize a JSON value in the JSON Canonicalization Scheme (RFC 8785): object members sorted
+ * by the UTF-16 code units of their names, numbers in ECMAScript form (`1e+21`, `-0` as `0`),
+ * strings escaped as `JSON.stringify` does, no whitespace. Two payloads that are equal as JSON
+ * give the same string however they were serialized, so their digests match.
+ *
+ * Object members whose value is `undefined` are left out, as in `JSON.stringify`; an object
+ * with a `toJSON` method is serialized through it.
+ *
+ * @throws TypeError for anything JSON cannot represent: `undefined` (outside an object member),
+ * functions, symbols, bigints, `NaN`, `±Infinity`, strings with lone surrogates (RFC 8785
+ * §3.2.2.2), objects other than plain objects and arrays, and nesting deeper than 1000 levels
+ * (which includes cycles).
+ */
+export function canonicalJson(value: unknown): string {
+  return write(value, 0);
+}
+
+function write(value: unknown, depth: number): string {
+  switch (typeof value) {
+    case 'string':
+      return writeString(value);
+    case 'number':
+      if (!Number.isFinite(value)) throw new TypeError(`${value} is not a JSON number`);
+      // Number#toString is the ECMAScript form RFC 8785 prescribes; only -0 needs care.
+      return value === 0 ? '0' : String(value);
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'object': {
+      if (value === null) return 'null';
+      if (depth >= MAX_DEPTH) {
+        throw new TypeError(`value is nested deeper than ${MAX_DEPTH} levels, or is cyclic`);
+      }
+      if (Array.isArray(value)) return writeArray(value, depth + 1);
+      const proto = Object.getPrototypeOf(value);
+      if (proto === Object.prototype || proto === null) {
+        return writeObject(value as Record<string, unknown>, depth + 1);
+      }
+      const toJSON = (value as { toJSON?: unknown }).toJSON;
+      if (typeof toJSON === 'function') return write(toJSON.call(value), depth + 1);
+      throw new TypeError(`${proto?.constructor?.name ?? 'object'} is not a JSON value`);
+    }
+    default:
+      throw new TypeError(`${typeof value} is not a JSON value`);
+  }
+}
+
+function writeString(value: string): string {
+  if (!(value as unknown as { isWellFormed(): boolean }).isWellFormed()) {
+    throw new TypeError('string contains a lone surrogate, which RFC 8785 forbids');
+  }
+  // JSON.stringify escapes exactly as RFC 8785 §3.2.2.2 requires for well-formed strings.
+  return JSON.stringify(value);
+}
+
+function writeArray(value: readonly unknown[], depth: number): string {
+  let out = '[';
+  for (let i = 0; i < value.length; i++) {
+    if (i > 0) out += ',';
+    out += write(value[i], depth);
+  }
+  return out + ']';
+}
+
+function writeObject(value: Record<string, unknown>, depth: number): string {
+  // Default sort compares UTF-16 code units, which is the order RFC 8785 §3.2.3 requires.
+  const keys = Object.keys(value).sort();
+  let out = '{';
+  let first = true;
+  for (const key of keys) {
+    const member = value[key];
+    if (member === undefined) continue;
+    if (!first) out += ',';
+    first = false;
+    out += writeString(key) + ':' + write(member, depth);
+  }
+  return out + '}';
+}

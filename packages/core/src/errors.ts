@@ -1,0 +1,115 @@
+/**
+ * Every error hookgate throws carries one of these codes. Branch on `code` (or on `name`),
+ * which keeps working when two copies of `@hookgate/core` are installed side by side.
+ */
+export const ErrorCode = {
+  /** The store could not be reached, failed, or did not answer within its deadline. */
+  STORE_UNAVAILABLE: 'STORE_UNAVAILABLE',
+  /** The delivery cannot be gated: no key, not JSON, a bad timestamp, … (see `reason`). */
+  INVALID_DELIVERY: 'INVALID_DELIVERY',
+  /** The claim is no longer ours: it expired and may now belong to another worker. */
+  LEASE_LOST: 'LEASE_LOST',
+  /** An option passed to `createGate`, a store or a middleware is wrong. */
+  INVALID_OPTIONS: 'INVALID_OPTIONS',
+} as const;
+
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+const brand = Symbol.for('hookgate.error');
+
+/**
+ * Base class of every hookgate error.
+ *
+ * `instanceof` works across duplicate installs of the package: an error is recognised by its
+ * brand and `code`, not by the identity of the class that made it.
+ */
+export class HookgateError extends Error {
+  /** Machine-readable code, one of {@link ErrorCode}. */
+  readonly code: ErrorCode;
+  declare readonly [brand]: true;
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = 'HookgateError';
+    Object.defineProperty(this, brand, { value: true });
+  }
+
+  /** The code a subclass stands for; `undefined` for the base class, which matches them all. */
+  protected static readonly matches: ErrorCode | undefined = undefined;
+
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (typeof value !== 'object' || value === null || !(brand in value)) return false;
+    // biome-ignore lint/complexity/noThisInStatic: `this` is the subclass being tested against.
+    const code = (this as typeof HookgateError).matches;
+    return code === undefined || (value as HookgateError).code === code;
+  }
+}
+
+/**
+ * The store failed or did not answer within its deadline. The gate fails closed: no handler
+ * ran, so answer 5xx and let the provider retry. `cause` holds the underlying error.
+ */
+export class StoreUnavailableError extends HookgateError {
+  protected static override readonly matches = ErrorCode.STORE_UNAVAILABLE;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.STORE_UNAVAILABLE, message, options);
+    this.name = 'StoreUnavailableError';
+  }
+}
+
+/** Why a delivery was refused. */
+export type InvalidReason =
+  /** Neither an event id nor (with `digestFallback: false`) a digest could key it. */
+  | 'missing-id'
+  /** The body or payload is not JSON (not parseable, not UTF-8, a non-JSON value, too deep). */
+  | 'not-json'
+  /** The sequence guard is on and the delivery has no usable subject. */
+  | 'missing-subject'
+  /** The sequence guard is on and the event time is absent, unparseable or out of range. */
+  | 'bad-timestamp';
+
+/** The delivery cannot be gated; nothing was claimed and no handler ran. Answer 400. */
+export class InvalidDeliveryError extends HookgateError {
+  protected static override readonly matches = ErrorCode.INVALID_DELIVERY;
+  /** Machine-readable reason. */
+  readonly reason: InvalidReason;
+  constructor(reason: InvalidReason, message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.INVALID_DELIVERY, message, options);
+    this.name = 'InvalidDeliveryError';
+    this.reason = reason;
+  }
+}
+
+/**
+ * `done`, `release` or `extend` found that the claim is no longer ours: it outlived
+ * `claimTtlMs` and expired, and another worker may hold the key now. Nothing was changed.
+ */
+export class LeaseLostError extends HookgateError {
+  protected static override readonly matches = ErrorCode.LEASE_LOST;
+  /** The store key whose claim was lost. */
+  readonly key: string;
+  /** The operation that found the claim gone. */
+  readonly operation: 'done' | 'release' | 'extend';
+  constructor(key: string, operation: 'done' | 'release' | 'extend') {
+    super(
+      ErrorCode.LEASE_LOST,
+      `claim on ${key} was lost before ${operation}: it expired and may belong to another worker now`,
+    );
+    this.name = 'LeaseLostError';
+    this.key = key;
+    this.operation = operation;
+  }
+}
+
+/** @internal Throw an `INVALID_OPTIONS` error naming the option at fault. */
+export function invalidOption(option: string, why: string): never {
+  throw new HookgateError(ErrorCode.INVALID_OPTIONS, `hookgate: option \`${option}\` ${why}`);
+}
+
+/** Wrap whatever a store threw into a `StoreUnavailableError`, keeping hookgate errors as they are. */
+export function toStoreError(error: unknown, operation: string): HookgateError {
+  if (error instanceof HookgateError) return error;
+  const detail = error instanceof Error ? error.message : String(error);
+  return new StoreUnavailableError(`store ${operation} failed: ${detail}`, { cause: error });
+}

@@ -1,0 +1,37 @@
+/**
+ * hookgate core: process each webhook event exactly once, although providers deliver at
+ * least once. Pure logic over a {@link ClaimStore}; no I/O of its own.
+ *
+ * @packageDocumentation
+ */
+export { canonicalJson } from './canonical-json.js';
+export {
+  ErrorCode,
+  HookgateError,
+  InvalidDeliveryError,
+  type InvalidReason,
+  LeaseLostError,
+  StoreUnavailableError,
+} from './errors.js';
+export {
+  type Claim,
+  createGate,
+  type Gate,
+  type GateOptions,
+  type Handler,
+  type SequenceOptions,
+} from './gate.js';
+export { type DerivedKey, deriveKey, type KeyOptions } from './key.js';
+export { definePreset, type Preset, providers } from './providers.js';
+export type { ClaimState, ClaimStore } from './store.js';
+export { parseTimestamp } from './time.js';
+export type {
+  Decision,
+  DecisionEvent,
+  Delivery,
+  HeaderBag,
+  KeySource,
+  Outcome,
+  Selector,
+  WebhookEvent,
+} from './types.js';

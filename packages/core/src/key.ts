@@ -1,0 +1,131 @@
+import { createHash } from 'node:crypto';
+import { canonicalJson } from './canonical-json.js';
+import { InvalidDeliveryError } from './errors.js';
+import type { Preset } from './providers.js';
+import { compileSelector, type Read } from './select.js';
+import type { Delivery, KeySource, Selector } from './types.js';
+
+/** Ids (and subjects) matching this are stored as they are; anything else is hashed. */
+const PLAIN_ID = /^[\w.:@/+=-]{1,128}$/;
+
+/** Options of {@link deriveKey}; the same fields as on `createGate`. */
+export interface KeyOptions {
+  /** A provider preset whose `eventId` and `digestFallback` apply unless given here. */
+  provider?: Preset;
+  /** Where the event id lives; an array is tried in order. Without one, the key is a digest. */
+  eventId?: Selector | readonly Selector[];
+  /**
+   * Key deliveries without an event id by the SHA-256 of their canonical JSON. When `false`,
+   * such a delivery is invalid.
+   * @default true
+   */
+  digestFallback?: boolean;
+}
+
+/** A derived idempotency key. */
+export interface DerivedKey {
+  /** `evt:<id>` for an event id, `dig:<sha256 hex>` for a digest. */
+  key: string;
+  source: KeySource;
+}
+
+/** @internal A compiled key derivation, built once per gate. */
+export interface KeyDeriver {
+  readers: readonly Read[];
+  digestFallback: boolean;
+}
+
+/** @internal */
+export function compileKeyOptions(options: KeyOptions): KeyDeriver {
+  const eventId = options.eventId ?? options.provider?.eventId;
+  const selectors = eventId === undefined ? [] : Array.isArray(eventId) ? eventId : [eventId];
+  return {
+    readers: selectors.map((s: Selector, i: number) =>
+      compileSelector(s, selectors.length > 1 ? `eventId[${i}]` : 'eventId'),
+    ),
+    digestFallback: options.digestFallback ?? options.provider?.digestFallback ?? true,
+  };
+}
+
+/**
+ * Derive the idempotency key of a delivery: the provider's event id when a selector finds one
+ * (`evt:<id>`), otherwise the SHA-256 of the payload's canonical JSON (`dig:<hex>`).
+ *
+ * An id is a string with non-blank content (trimmed) or a safe integer. Ids up to 128
+ * characters of letters, digits and `_ . : @ / + = -` are kept as they are; any other id
+ * (too long, control characters, spaces, …) is hashed, as `evt:#<sha256 hex>`.
+ *
+ * @throws InvalidDeliveryError `missing-id` when there is no id and `digestFallback` is off;
+ * `not-json` when the payload must be parsed or digested and is not JSON.
+ */
+export function deriveKey(delivery: Delivery, options: KeyOptions = {}): DerivedKey {
+  const deriver = compileKeyOptions(options);
+  return keyOf(deriver, payloadOf(delivery), delivery);
+}
+
+/** @internal */
+export function keyOf(deriver: KeyDeriver, payload: unknown, delivery: Delivery): DerivedKey {
+  for (const read of deriver.readers) {
+    const id = idString(read(payload, delivery));
+    if (id !== undefined) return { key: 'evt:' + keyPart(id), source: 'event-id' };
+  }
+  if (!deriver.digestFallback) {
+    throw new InvalidDeliveryError(
+      'missing-id',
+      'delivery has no event id and digestFallback is off',
+    );
+  }
+  let json: string;
+  try {
+    json = canonicalJson(payload);
+  } catch (error) {
+    throw new InvalidDeliveryError('not-json', `payload is not JSON: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+  return { key: 'dig:' + sha256(json), source: 'digest' };
+}
+
+/** @internal An id or subject value as a string: non-blank trimmed text, or a safe integer. */
+export function idString(value: unknown): string | undefined {
+  if (typeof value === 'string') {
+    const text = value.trim();
+    return text === '' ? undefined : text;
+  }
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
+  return undefined;
+}
+
+/** @internal Untrusted text made safe to be part of a store key. */
+export function keyPart(id: string): string {
+  return PLAIN_ID.test(id) ? id : '#' + sha256(id);
+}
+
+/** @internal */
+export function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** @internal The payload of a delivery, parsed from `rawBody` when `payload` is absent. */
+export function payloadOf(delivery: Delivery): unknown {
+  if (delivery.payload !== undefined) return delivery.payload;
+  const raw = delivery.rawBody;
+  if (raw === undefined) {
+    throw new InvalidDeliveryError('not-json', 'delivery has neither a payload nor a rawBody');
+  }
+  let text: string;
+  try {
+    text = typeof raw === 'string' ? raw : utf8.decode(raw);
+  } catch (error) {
+    throw new InvalidDeliveryError('not-json', 'body is not valid UTF-8', { cause: error });
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new InvalidDeliveryError('not-json', `body is not JSON: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+}

@@ -1,0 +1,85 @@
+/** Request headers as Node.js (`IncomingHttpHeaders`) or the Fetch API (`Headers`) gives them. */
+export type HeaderBag = Record<string, string | string[] | undefined> | Headers;
+
+/** One delivery of a webhook, as the HTTP layer (or a queue consumer) received it. */
+export interface Delivery {
+  /**
+   * The parsed JSON body. When it is `undefined` and `rawBody` is set, the gate parses
+   * `rawBody` itself (strict UTF-8, then `JSON.parse`).
+   */
+  payload?: unknown;
+  /** Request headers; names are matched case-insensitively. */
+  headers?: HeaderBag;
+  /** The exact body bytes (or text) as received, which signatures are computed over. */
+  rawBody?: Uint8Array | string;
+}
+
+/**
+ * Where to read a field of a delivery: a dotted payload path (`'data.object.id'`), a header
+ * (`{ header: 'X-Event-Id' }`, case-insensitive), or a function of the delivery.
+ */
+export type Selector = string | { readonly header: string } | ((delivery: Delivery) => unknown);
+
+/** How the idempotency key was derived: the provider's own event id, or a payload digest. */
+export type KeySource = 'event-id' | 'digest';
+
+/** What the handler is given: the event behind the delivery. */
+export interface WebhookEvent<TPayload = unknown> {
+  /** The idempotency key, `evt:<id>` or `dig:<sha256 hex>` (without the namespace). */
+  key: string;
+  /** How `key` was derived. */
+  source: KeySource;
+  /** The parsed payload. */
+  payload: TPayload;
+  /** The subject the event is about (a grant, a customer, …), when a `subject` selector found one. */
+  subject?: string;
+  /** The provider's event time in epoch milliseconds, when an `occurredAt` selector found one. */
+  occurredAt?: number;
+}
+
+/** What `gate.run` resolved to. A rejected promise covers every other case. */
+export type Outcome<TResult = unknown> =
+  /** The handler ran and the claim is done. */
+  | { status: 'processed'; key: string; result: TResult }
+  /** Already processed: acknowledge, the handler did not run. */
+  | { status: 'duplicate'; key: string }
+  /** Another worker holds the claim right now: answer so that the provider retries later. */
+  | { status: 'in-flight'; key: string }
+  /** Older than the subject's watermark: acknowledge, the handler did not run. */
+  | { status: 'stale'; key: string };
+
+/** Every decision the gate takes, as reported to `onDecision`. */
+export type Decision =
+  | 'new'
+  | 'duplicate'
+  | 'in-flight'
+  | 'stale'
+  | 'done'
+  | 'released'
+  | 'retained'
+  | 'lease-lost'
+  | 'invalid'
+  | 'store-unavailable';
+
+/** A structured record of one decision, for logs, metrics and audits. */
+export interface DecisionEvent {
+  decision: Decision;
+  /** The gate's namespace. */
+  namespace: string;
+  /** The provider preset's name, when the gate has one. */
+  provider?: string;
+  /** The idempotency key, when it could be derived. */
+  key?: string;
+  source?: KeySource;
+  subject?: string;
+  /** The provider's event time, epoch milliseconds. */
+  occurredAt?: number;
+  /** For `invalid`: why. */
+  reason?: string;
+  /** For `released`, `retained`, `lease-lost`, `invalid` and `store-unavailable`: what went wrong. */
+  error?: unknown;
+  /** For `done`, `released` and `retained`: milliseconds from the claim to its settlement. */
+  durationMs?: number;
+  /** When the decision was taken, epoch milliseconds. */
+  at: number;
+}

@@ -1,0 +1,179 @@
+/**
+ * An in-process {@link ClaimStore}: for tests, the demo and single-process services.
+ *
+ * @packageDocumentation
+ */
+import {
+  type ClaimState,
+  type ClaimStore,
+  HookgateError,
+  StoreUnavailableError,
+} from '@hookgate/core';
+
+/** Options of {@link MemoryStore}. */
+export interface MemoryStoreOptions {
+  /**
+   * The most records (claims and watermarks) held at once. When it is reached and no record has
+   * expired, a new claim fails closed with `StoreUnavailableError` (the gate answers 503 and the
+   * provider retries later) instead of evicting a record, which could let a duplicate through.
+   * @default 100_000
+   */
+  maxEntries?: number;
+  /** The clock, in epoch milliseconds; inject one to test TTLs without waiting. @default Date.now */
+  now?: () => number;
+}
+
+interface Entry {
+  value: string;
+  expiresAt: number;
+}
+
+/**
+ * A {@link ClaimStore} in a `Map`, with the same semantics as the Redis adapters: TTLs are
+ * honoured and expired records reclaimed, so memory stays bounded by `maxEntries`.
+ *
+ * It lives in one process: two processes (or a restart) do not share it. Use a Redis store when
+ * more than one process receives webhooks, or when a restart must not forget done events.
+ */
+export class MemoryStore implements ClaimStore {
+  readonly #entries = new Map<string, Entry>();
+  readonly #maxEntries: number;
+  readonly #now: () => number;
+  /** No record expires before this: a lower bound, kept so that a full store fails fast. */
+  #nextExpiry = Number.POSITIVE_INFINITY;
+  #cursor: Iterator<[string, Entry]> | undefined;
+
+  constructor(options: MemoryStoreOptions = {}) {
+    const { maxEntries = 100_000, now = Date.now } = options;
+    if (!Number.isSafeInteger(maxEntries) || maxEntries < 1) {
+      throw new HookgateError(
+        'INVALID_OPTIONS',
+        'MemoryStore: option `maxEntries` must be a positive integer',
+      );
+    }
+    if (typeof now !== 'function') {
+      throw new HookgateError('INVALID_OPTIONS', 'MemoryStore: option `now` must be a function');
+    }
+    this.#maxEntries = maxEntries;
+    this.#now = now;
+  }
+
+  /** Live and not yet reclaimed records. */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  async claim(key: string, token: string, ttlMs: number): Promise<ClaimState> {
+    const now = this.#now();
+    const entry = this.#live(key, now);
+    if (entry !== undefined)
+      return entry.value.charCodeAt(0) === 100 /* d */ ? 'done' : 'processing';
+    this.#insert(key, 'p:' + token, now + ttlMs, now);
+    return 'acquired';
+  }
+
+  async done(key: string, token: string, ttlMs: number): Promise<boolean> {
+    const now = this.#now();
+    const entry = this.#live(key, now);
+    if (entry === undefined || entry.value.slice(2) !== token) return false;
+    entry.value = 'd:' + token;
+    this.#expire(entry, now + ttlMs);
+    return true;
+  }
+
+  async release(key: string, token: string): Promise<boolean> {
+    const entry = this.#live(key, this.#now());
+    if (entry === undefined || entry.value !== 'p:' + token) return false;
+    this.#entries.delete(key);
+    return true;
+  }
+
+  async extend(key: string, token: string, ttlMs: number): Promise<boolean> {
+    const now = this.#now();
+    const entry = this.#live(key, now);
+    if (entry === undefined || entry.value !== 'p:' + token) return false;
+    this.#expire(entry, now + ttlMs);
+    return true;
+  }
+
+  async advance(
+    key: string,
+    at: number,
+    eventKey: string,
+    ttlMs: number,
+    ties: 'drop' | 'apply',
+  ): Promise<boolean> {
+    const now = this.#now();
+    const entry = this.#live(key, now);
+    const value = at + ':' + eventKey;
+    if (entry === undefined) {
+      this.#insert(key, value, now + ttlMs, now);
+      return true;
+    }
+    const colon = entry.value.indexOf(':');
+    const watermark = Number(entry.value.slice(0, colon));
+    if (at < watermark) return false;
+    if (at === watermark && ties === 'drop' && entry.value.slice(colon + 1) !== eventKey)
+      return false;
+    entry.value = value;
+    this.#expire(entry, now + ttlMs);
+    return true;
+  }
+
+  /** Drop every expired record now (they are also reclaimed as the store is used). */
+  sweep(): void {
+    const now = this.#now();
+    let next = Number.POSITIVE_INFINITY;
+    for (const [key, entry] of this.#entries) {
+      if (entry.expiresAt <= now) this.#entries.delete(key);
+      else if (entry.expiresAt < next) next = entry.expiresAt;
+    }
+    this.#nextExpiry = next;
+  }
+
+  /** Drop every record. */
+  clear(): void {
+    this.#entries.clear();
+    this.#nextExpiry = Number.POSITIVE_INFINITY;
+  }
+
+  #live(key: string, now: number): Entry | undefined {
+    const entry = this.#entries.get(key);
+    if (entry === undefined || entry.expiresAt > now) return entry;
+    this.#entries.delete(key);
+    return undefined;
+  }
+
+  #insert(key: string, value: string, expiresAt: number, now: number): void {
+    this.#reclaimSome(now);
+    if (this.#entries.size >= this.#maxEntries) {
+      if (now >= this.#nextExpiry) this.sweep();
+      if (this.#entries.size >= this.#maxEntries) {
+        throw new StoreUnavailableError(
+          `MemoryStore is full (maxEntries ${this.#maxEntries}) and no record has expired yet`,
+        );
+      }
+    }
+    this.#entries.set(key, { value, expiresAt });
+    if (expiresAt < this.#nextExpiry) this.#nextExpiry = expiresAt;
+  }
+
+  #expire(entry: Entry, expiresAt: number): void {
+    entry.expiresAt = expiresAt;
+    if (expiresAt < this.#nextExpiry) this.#nextExpiry = expiresAt;
+  }
+
+  /** Look at two records per insert, round robin, so expired ones never pile up. */
+  #reclaimSome(now: number): void {
+    for (let i = 0; i < 2; i++) {
+      this.#cursor ??= this.#entries.entries();
+      const next = this.#cursor.next();
+      if (next.done) {
+        this.#cursor = undefined;
+        return;
+      }
+      const [key, entry] = next.value;
+      if (entry.expiresAt <= now) this.#entries.delete(key);
+    }
+  }
+}

@@ -1,0 +1,24 @@
+import { readdirSync } from 'node:fs';
+import { defineConfig } from 'vitest/config';
+
+// One project per workspace package; `@hookgate/*` resolves to TypeScript sources
+// through the `@hookgate/source` export condition, so tests need no build step.
+const packages = readdirSync(new URL('./packages', import.meta.url));
+
+export default defineConfig({
+  resolve: { conditions: ['@hookgate/source'] },
+  ssr: { resolve: { conditions: ['@hookgate/source'], externalConditions: ['@hookgate/source'] } },
+  test: {
+    projects: [...packages, 'examples'].map((name) => ({
+      extends: true,
+      test: {
+        name,
+        root: name === 'examples' ? './examples' : `./packages/${name}`,
+        include: ['test/**/*.test.ts'],
+      },
+    })),
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    typecheck: { enabled: false },
+  },
+});
