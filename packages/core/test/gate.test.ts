@@ -408,12 +408,13 @@ describe('decision events', () => {
   });
 
   it('a throwing or rejecting hook never breaks the gate', async () => {
-    for (const onDecision of [
+    const hooks: Array<(event: DecisionEvent) => void> = [
       () => {
         throw new Error('logger exploded');
       },
-      () => Promise.reject(new Error('async logger exploded')) as unknown as void,
-    ]) {
+      () => Promise.reject(new Error('async logger exploded')),
+    ];
+    for (const onDecision of hooks) {
       const gate = createGate({ store: new MemoryStore(), eventId: 'id', onDecision });
       expect((await gate.run({ payload: { id: 'e' } }, () => 1)).status).toBe('processed');
     }
