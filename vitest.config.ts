@@ -20,5 +20,9 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     typecheck: { enabled: false },
+    // .ci/run reads a JSON report to print its closing "N passed, N failed" line.
+    ...(process.env.HOOKGATE_TEST_REPORT
+      ? { reporters: ['default', 'json'], outputFile: { json: process.env.HOOKGATE_TEST_REPORT } }
+      : {}),
   },
 });
