@@ -5,6 +5,7 @@ import {
   type InvalidReason,
   invalidOption,
   LeaseLostError,
+  StoreUnavailableError,
   toStoreError,
 } from './errors.js';
 import { compileKeyOptions, idString, type KeyDeriver, keyOf, keyPart, payloadOf } from './key.js';
@@ -159,6 +160,10 @@ export interface Gate<TPayload = unknown> {
    * @throws InvalidDeliveryError when the delivery cannot be keyed; nothing was claimed.
    * @throws StoreUnavailableError when the store failed; the handler did not run.
    * @throws LeaseLostError when the handler finished after its claim expired.
+   *
+   * When the handler succeeded but the store fails to record it as done (twice), `run` still
+   * resolves `processed` — the work happened — and reports `store-unavailable`; the claim then
+   * expires after `claimTtlMs`, and a later redelivery would run again (see the guarantees doc).
    */
   run<TResult>(
     delivery: Delivery,
@@ -301,7 +306,15 @@ class GateImpl<TPayload> implements Gate<TPayload> {
       }
       throw error;
     }
-    await claim.done();
+    try {
+      await claim.done();
+    } catch (error) {
+      if (!(error instanceof StoreUnavailableError)) throw error;
+      // The work is done and only its bookkeeping failed: answering 5xx would make the provider
+      // redeliver into a second run once the claim expires. Retry once (done is idempotent for
+      // its owner); either way the failure has been reported through onDecision.
+      await claim.done().catch(() => {});
+    }
     return { status: 'processed', key: claim.key, result };
   }
 
@@ -455,6 +468,7 @@ class ClaimHandle<TPayload> implements Claim<TPayload> {
   #settled: boolean;
   #heartbeat: ReturnType<typeof setInterval> | undefined;
   #beating = false;
+  #lostReported = false;
 
   constructor(
     gate: GateImpl<TPayload>,
@@ -534,7 +548,8 @@ class ClaimHandle<TPayload> implements Claim<TPayload> {
   #lost(operation: 'done' | 'release' | 'extend'): LeaseLostError {
     const error = new LeaseLostError(this.#prepared.storeKey, operation);
     this.#stopHeartbeat();
-    this.#gate.report('lease-lost', this.event, { error });
+    if (!this.#lostReported) this.#gate.report('lease-lost', this.event, { error });
+    this.#lostReported = true;
     return error;
   }
 

@@ -465,3 +465,24 @@ describe('options', () => {
     expect(build).toThrow(`\`${option}\``);
   });
 });
+
+describe('a store that fails after the handler ran', () => {
+  it('resolves processed (the work happened) after retrying done once, and reports the failure', async () => {
+    const store = new MemoryStore();
+    const realDone = store.done.bind(store);
+    let failures = 1;
+    store.done = (...args) =>
+      failures-- > 0 ? Promise.reject(new Error('blip')) : realDone(...args);
+    const decisions: string[] = [];
+    const gate = createGate({
+      store,
+      eventId: 'id',
+      onDecision: (d) => decisions.push(d.decision),
+    });
+    expect(await gate.run({ payload: { id: 'e1' } }, () => 'work')).toMatchObject({
+      status: 'processed',
+    });
+    expect(decisions).toEqual(['new', 'store-unavailable', 'done']);
+    expect((await gate.run({ payload: { id: 'e1' } }, () => 'again')).status).toBe('duplicate');
+  });
+});
