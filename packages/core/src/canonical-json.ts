@@ -16,13 +16,87 @@ const MAX_DEPTH = 1000;
  * (which includes cycles).
  */
 export function canonicalJson(value: unknown): string {
-  return write(value, 0);
+  // Fast path: copy the value with members inserted in sorted order and let the native
+  // JSON.stringify write it; its number and string forms are exactly RFC 8785's. Objects
+  // enumerate integer-like names first whatever the insertion order, so a payload with such a
+  // name takes the slower writer below.
+  try {
+    return JSON.stringify(sortedCopy(value, 0));
+  } catch (error) {
+    if (error !== INDEX_KEY) throw error;
+    return write(value, 0);
+  }
+}
+
+/** Thrown (never escapes) when an object has an array-index member name. */
+const INDEX_KEY = Symbol('index key');
+const ARRAY_INDEX = /^(?:0|[1-9]\d*)$/;
+
+function sortedCopy(value: unknown, depth: number): unknown {
+  switch (typeof value) {
+    case 'string':
+      return checkString(value);
+    case 'number':
+      if (!Number.isFinite(value)) throw new TypeError(`${value} is not a JSON number`);
+      return value;
+    case 'boolean':
+      return value;
+    case 'object': {
+      if (value === null) return null;
+      if (depth >= MAX_DEPTH) {
+        throw new TypeError(`value is nested deeper than ${MAX_DEPTH} levels, or is cyclic`);
+      }
+      if (Array.isArray(value)) {
+        const copy = new Array(value.length);
+        for (let i = 0; i < value.length; i++) copy[i] = sortedCopy(value[i], depth + 1);
+        return copy;
+      }
+      const source = plainObject(value);
+      if (source !== value) return sortedCopy(source, depth + 1);
+      const keys = Object.keys(source).sort();
+      const copy: Record<string, unknown> = {};
+      for (const key of keys) {
+        const member = (source as Record<string, unknown>)[key];
+        if (member === undefined) continue;
+        if (ARRAY_INDEX.test(key)) throw INDEX_KEY;
+        if (key === '__proto__') {
+          // Assignment would set the copy's prototype and drop the member.
+          Object.defineProperty(copy, key, {
+            value: sortedCopy(member, depth + 1),
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          });
+        } else copy[checkString(key)] = sortedCopy(member, depth + 1);
+      }
+      return copy;
+    }
+    default:
+      throw new TypeError(`${typeof value} is not a JSON value`);
+  }
+}
+
+/** The value itself when it is a plain object, else what its toJSON gives; throws for others. */
+function plainObject(value: object): unknown {
+  const proto = Object.getPrototypeOf(value);
+  if (proto === Object.prototype || proto === null) return value;
+  const toJSON = (value as { toJSON?: unknown }).toJSON;
+  if (typeof toJSON === 'function') return toJSON.call(value);
+  throw new TypeError(`${proto?.constructor?.name ?? 'object'} is not a JSON value`);
+}
+
+function checkString(value: string): string {
+  if (!(value as unknown as { isWellFormed(): boolean }).isWellFormed()) {
+    throw new TypeError('string contains a lone surrogate, which RFC 8785 forbids');
+  }
+  return value;
 }
 
 function write(value: unknown, depth: number): string {
   switch (typeof value) {
     case 'string':
-      return writeString(value);
+      // JSON.stringify escapes exactly as RFC 8785 §3.2.2.2 requires for well-formed strings.
+      return JSON.stringify(checkString(value));
     case 'number':
       if (!Number.isFinite(value)) throw new TypeError(`${value} is not a JSON number`);
       // Number#toString is the ECMAScript form RFC 8785 prescribes; only -0 needs care.
@@ -35,25 +109,13 @@ function write(value: unknown, depth: number): string {
         throw new TypeError(`value is nested deeper than ${MAX_DEPTH} levels, or is cyclic`);
       }
       if (Array.isArray(value)) return writeArray(value, depth + 1);
-      const proto = Object.getPrototypeOf(value);
-      if (proto === Object.prototype || proto === null) {
-        return writeObject(value as Record<string, unknown>, depth + 1);
-      }
-      const toJSON = (value as { toJSON?: unknown }).toJSON;
-      if (typeof toJSON === 'function') return write(toJSON.call(value), depth + 1);
-      throw new TypeError(`${proto?.constructor?.name ?? 'object'} is not a JSON value`);
+      const source = plainObject(value);
+      if (source !== value) return write(source, depth + 1);
+      return writeObject(value as Record<string, unknown>, depth + 1);
     }
     default:
       throw new TypeError(`${typeof value} is not a JSON value`);
   }
-}
-
-function writeString(value: string): string {
-  if (!(value as unknown as { isWellFormed(): boolean }).isWellFormed()) {
-    throw new TypeError('string contains a lone surrogate, which RFC 8785 forbids');
-  }
-  // JSON.stringify escapes exactly as RFC 8785 §3.2.2.2 requires for well-formed strings.
-  return JSON.stringify(value);
 }
 
 function writeArray(value: readonly unknown[], depth: number): string {
@@ -75,7 +137,7 @@ function writeObject(value: Record<string, unknown>, depth: number): string {
     if (member === undefined) continue;
     if (!first) out += ',';
     first = false;
-    out += writeString(key) + ':' + write(member, depth);
+    out += JSON.stringify(checkString(key)) + ':' + write(member, depth);
   }
   return out + '}';
 }

@@ -1,4 +1,5 @@
 import { invalidOption } from './errors.js';
+import { compileSelector } from './select.js';
 import type { Selector } from './types.js';
 
 const HOUR = 3_600_000;
@@ -12,47 +13,70 @@ const HOUR = 3_600_000;
 export interface Preset {
   /** The provider's name, reported in decision events. */
   readonly name: string;
-  /** Where the provider's event id lives; an array is tried in order. */
+  /** Where the provider's event id lives (stable across redeliveries); an array is tried in order. */
   readonly eventId?: Selector | readonly Selector[];
-  /** Where the subject (the entity the event is about) lives. */
+  /** Where the subject (the entity the event is about: a payment, a grant, …) lives. */
   readonly subject?: Selector;
-  /** Where the provider's event time lives (never an attempt-time header). */
+  /**
+   * Where the provider's event time lives: ISO 8601 / RFC 3339, unix seconds or milliseconds.
+   * Never a per-attempt header, which changes on every retry.
+   */
   readonly occurredAt?: Selector;
-  /** How long a done record lives: longer than the provider's retry horizon. */
+  /** How long a done record lives, in milliseconds: longer than the provider's retry horizon. */
   readonly doneTtlMs?: number;
-  /** Whether deliveries without an event id are keyed by a digest. */
+  /** Whether deliveries without an event id are keyed by a digest of their payload. */
   readonly digestFallback?: boolean;
 }
 
 /**
- * Define a provider preset, checked the way the built-in ones are. The result is frozen.
+ * Define a provider preset, checked the way the built-in ones are: a wrong field throws a
+ * `HookgateError` with code `INVALID_OPTIONS` here, not on the first delivery. The result is
+ * frozen. To adapt a built-in preset, spread it: `definePreset({ ...providers.stripe, … })`.
  *
  * @example
- * const acme = definePreset({ name: 'acme', eventId: { header: 'Acme-Event-Id' }, doneTtlMs: 48 * 3_600_000 });
+ * const acme = definePreset({
+ *   name: 'acme',
+ *   eventId: { header: 'Acme-Event-Id' },
+ *   occurredAt: 'created_at',
+ *   doneTtlMs: 48 * 3_600_000, // Acme retries for 24 hours
+ * });
  * const gate = createGate({ store, provider: acme });
  */
 export function definePreset<const P extends Preset>(preset: P): Readonly<P> {
+  if (typeof preset !== 'object' || preset === null) invalidOption('provider', 'must be an object');
   if (typeof preset.name !== 'string' || preset.name.trim() === '') {
     invalidOption('provider.name', 'must be a non-empty string');
   }
-  if (
-    preset.doneTtlMs !== undefined &&
-    !(Number.isSafeInteger(preset.doneTtlMs) && preset.doneTtlMs > 0)
-  ) {
+  const { eventId, subject, occurredAt, doneTtlMs, digestFallback } = preset;
+  if (eventId !== undefined) {
+    const selectors: readonly Selector[] = Array.isArray(eventId) ? eventId : [eventId as Selector];
+    if (selectors.length === 0) invalidOption('provider.eventId', 'must not be an empty array');
+    selectors.forEach((s, i) =>
+      compileSelector(s, selectors.length > 1 ? `provider.eventId[${i}]` : 'provider.eventId'),
+    );
+  }
+  if (subject !== undefined) compileSelector(subject, 'provider.subject');
+  if (occurredAt !== undefined) compileSelector(occurredAt, 'provider.occurredAt');
+  if (doneTtlMs !== undefined && !(Number.isSafeInteger(doneTtlMs) && doneTtlMs > 0)) {
     invalidOption('provider.doneTtlMs', 'must be a positive integer of milliseconds');
+  }
+  if (digestFallback !== undefined && typeof digestFallback !== 'boolean') {
+    invalidOption('provider.digestFallback', 'must be a boolean');
   }
   return Object.freeze({ ...preset });
 }
 
 /**
- * Built-in presets. Each names its sources; none turns the sequence guard on (a policy only the
- * application can choose), and none reads a provider's per-attempt time as the event time.
+ * Built-in presets. Each names its sources (see also docs/presets.md and docs/ttls.md); none
+ * turns the sequence guard on (a policy only the application can choose), and none reads a
+ * provider's per-attempt time as the event time.
  */
 export const providers = {
   /**
-   * Stripe: `id` (`evt_…`), `created` in unix seconds (whole seconds: same-second events are
-   * common, see `ties`), subject `data.object.id`. Live mode retries for up to 3 days; the
-   * done record lives 4. https://docs.stripe.com/webhooks#retries
+   * Stripe: event id `id` (`evt_…`); event time `created`, unix seconds (whole seconds, so
+   * same-second events about one object are common: see `sequence.ties`); subject
+   * `data.object.id`. Live mode retries with exponential backoff for up to 3 days; the done
+   * record lives 4. https://docs.stripe.com/webhooks#retries
    */
   stripe: definePreset({
     name: 'stripe',
@@ -62,10 +86,13 @@ export const providers = {
     doneTtlMs: 96 * HOUR,
   }),
   /**
-   * GitHub: the `X-GitHub-Delivery` GUID, which a redelivery keeps. GitHub does not retry on
-   * its own; failed deliveries can be redelivered by hand for 3 days, so the record lives 4.
-   * No uniform event time or subject across event types.
+   * GitHub: event id the `X-GitHub-Delivery` GUID, which a redelivery keeps (it identifies the
+   * event, and is shared by every hook subscribed to it: give each hook that posts to one
+   * endpoint its own namespace). GitHub never retries on its own; a failed delivery can be
+   * redelivered by hand or by API for 3 days (7 on GitHub Enterprise Server: raise `doneTtlMs`
+   * there), so the record lives 4. No event time or subject common to every event type.
    * https://docs.github.com/en/webhooks/webhook-events-and-payloads#delivery-headers
+   * https://docs.github.com/en/webhooks/testing-and-troubleshooting-webhooks/redelivering-webhooks
    */
   github: definePreset({
     name: 'github',
@@ -73,10 +100,14 @@ export const providers = {
     doneTtlMs: 96 * HOUR,
   }),
   /**
-   * Shopify: `X-Shopify-Webhook-Id` (unique per webhook, kept across retries — not
-   * `X-Shopify-Event-Id`, which several webhooks of one event share), the resource's
-   * `updated_at` and `admin_graphql_api_id`. Shopify retries 8 times over 4 hours; the record
-   * lives 48. https://shopify.dev/docs/apps/build/webhooks/ignore-duplicates
+   * Shopify: event id the `X-Shopify-Webhook-Id` header, unique per webhook and kept across its
+   * retries. Not `X-Shopify-Event-Id`, which every webhook one event triggers shares (several
+   * topics, several subscriptions): keying on it would drop the second topic's webhook. Event
+   * time the resource's `updated_at` (RFC 3339 with offset; `X-Shopify-Triggered-At` is the
+   * other documented choice, see docs/presets.md); subject `admin_graphql_api_id`. Shopify
+   * retries 8 times over 4 hours; the record lives 48.
+   * https://shopify.dev/docs/apps/build/webhooks/delivery-structure
+   * https://shopify.dev/changelog/updates-to-webhook-retry-mechanism
    */
   shopify: definePreset({
     name: 'shopify',
@@ -86,9 +117,11 @@ export const providers = {
     doneTtlMs: 48 * HOUR,
   }),
   /**
-   * Paddle Billing: `event_id`, `occurred_at` (RFC 3339), subject `data.id`. Live mode retries
-   * for about 3 days; the record lives 4.
-   * https://developer.paddle.com/webhooks/respond-to-webhooks
+   * Paddle Billing: event id `event_id` (`evt_…`; per destination, `notification_id` differs);
+   * event time `occurred_at` (RFC 3339, microseconds); subject `data.id`. Live accounts are
+   * retried up to 60 times over 3 days; the record lives 4.
+   * https://developer.paddle.com/webhooks/about/respond-to-webhooks
+   * https://developer.paddle.com/webhooks/about/how-webhooks-work
    */
   paddle: definePreset({
     name: 'paddle',
@@ -98,9 +131,10 @@ export const providers = {
     doneTtlMs: 96 * HOUR,
   }),
   /**
-   * Slack Events API: `event_id`, `event_time` in unix seconds (whole seconds). Slack retries
-   * three times within minutes; the record lives a day.
-   * https://api.slack.com/apis/events-api#retries
+   * Slack Events API: event id `event_id` (`Ev…`); event time `event_time`, unix seconds (whole
+   * seconds); no subject common to every event type. Slack retries 3 times: at once, after 1
+   * minute, after 5 minutes. The record lives a day. (`X-Slack-Request-Timestamp` is the
+   * attempt's time, never used.) https://docs.slack.dev/apis/events-api/
    */
   slack: definePreset({
     name: 'slack',
@@ -109,31 +143,35 @@ export const providers = {
     doneTtlMs: 24 * HOUR,
   }),
   /**
-   * Standard Webhooks: the `webhook-id` header; the payload's `timestamp` is the event time
-   * (the `webhook-timestamp` header is the attempt's, never used). The suggested schedule
-   * retries for about 28 hours; the record lives 72.
+   * Standard Webhooks: event id the `webhook-id` header, which stays the same across retries;
+   * event time the payload's `timestamp` (the spec's recommended payload field: when the event
+   * occurred). The `webhook-timestamp` header is the attempt's time, never used. The spec's
+   * example retry schedule spans about 75.5 hours; the record lives 96.
    * https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md
    */
   standardWebhooks: definePreset({
     name: 'standardWebhooks',
     eventId: { header: 'webhook-id' },
     occurredAt: 'timestamp',
-    doneTtlMs: 72 * HOUR,
+    doneTtlMs: 96 * HOUR,
   }),
   /**
-   * Svix: the `svix-id` header and the payload's `timestamp` (not `svix-timestamp`, the attempt
-   * time). Svix retries for about 28 hours; the record lives 72.
+   * Svix: event id the `svix-id` header (else `webhook-id`, which Svix-powered senders may send
+   * instead); event time the payload's `timestamp` when the sender follows the Standard
+   * Webhooks payload shape (`svix-timestamp` is the attempt's time, never used). Svix's
+   * schedule ends about 27.6 hours after the first attempt; the record lives 72.
    * https://docs.svix.com/retries
    */
   svix: definePreset({
     name: 'svix',
-    eventId: { header: 'svix-id' },
+    eventId: [{ header: 'svix-id' }, { header: 'webhook-id' }],
     occurredAt: 'timestamp',
     doneTtlMs: 72 * HOUR,
   }),
   /**
-   * Sume: the envelope's `request_id` and `created_at`. Sume makes 10 attempts with backoff of
-   * up to an hour between them (under 10 hours in all); the record lives 24.
+   * Sume: event id the envelope's `request_id`; event time its `created_at` (RFC 3339). Sume
+   * makes 10 attempts with backoff of up to an hour between them (under 10 hours in all); the
+   * record lives 24. Source: the hookgate design brief (Sume's integration guide).
    */
   sume: definePreset({
     name: 'sume',
@@ -142,8 +180,10 @@ export const providers = {
     doneTtlMs: 24 * HOUR,
   }),
   /**
-   * A grant portal: `id`, else the `X-Event-Id` header; `occurred_at`; subject `grant_id`. The
-   * portal retries for 72 hours; the record lives 96.
+   * A grant portal: event id `id`, else the `X-Event-Id` header (legacy deliveries carry
+   * neither and are keyed by digest); event time `occurred_at` (RFC 3339); subject `grant_id`.
+   * The portal retries for 72 hours; the record lives 96. Source: the hookgate design brief
+   * (the grant portal's integration guide).
    */
   grantPortal: definePreset({
     name: 'grantPortal',

@@ -125,3 +125,18 @@ describe('canonicalJson (RFC 8785)', () => {
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 });
+
+describe('canonicalJson with integer-like member names', () => {
+  it('orders "10" before "9" and "1" after " " by code units, though objects enumerate them first', () => {
+    const input = JSON.parse('{"9":"nine","10":"ten"," ":"space","a":{"2":1,"1":2,"b":[{"0":0}]}}');
+    expect(canonicalJson(input)).toBe(
+      '{" ":"space","10":"ten","9":"nine","a":{"1":2,"2":1,"b":[{"0":0}]}}',
+    );
+  });
+
+  it('keeps names that only look numeric in the fast path order', () => {
+    expect(canonicalJson({ '01': 1, '1.5': 2, '-1': 3, '4294967296': 4 })).toBe(
+      '{"-1":3,"01":1,"1.5":2,"4294967296":4}',
+    );
+  });
+});
