@@ -1,0 +1,29 @@
+import { httpBindingSuite, listen, type ServerSetup } from '@hookgate/http-conformance';
+import type { ErrorRequestHandler } from 'express';
+import express4 from 'express4';
+import express5 from 'express5';
+import { hookgate, keepRawBody } from '../src/index.js';
+
+function server(express: typeof express5) {
+  return ({ options, handle, onError, bodyParser }: ServerSetup) => {
+    const app = express();
+    if (bodyParser === 'keep-raw') app.use(express.json({ verify: keepRawBody }));
+    if (bodyParser === 'drop-raw') app.use(express.json());
+    app.post('/webhook', hookgate(options), (req, res, next) => {
+      // Express 4 does not catch a rejected handler: pass errors on by hand, as apps do.
+      handle(req.webhook!).then((reply) => {
+        if (reply.body === undefined) res.status(reply.status).end();
+        else res.status(reply.status).json(reply.body);
+      }, next);
+    });
+    const errors: ErrorRequestHandler = (error, _req, res, _next) => {
+      onError(error);
+      res.status(500).json({ status: 'error' });
+    };
+    app.use(errors);
+    return listen(app);
+  };
+}
+
+httpBindingSuite('express 4', server(express4));
+httpBindingSuite('express 5', server(express5));

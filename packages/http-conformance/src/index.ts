@@ -1,0 +1,72 @@
+/**
+ * The HTTP behaviour suite every hookgate framework binding passes through a real server: the
+ * answer table, concurrency, settlement, the raw body. A binding proves itself in a few lines:
+ *
+ * ```ts
+ * httpBindingSuite('express 5', ({ options, handle, onError }) => { ...; return listen(app); });
+ * ```
+ *
+ * @packageDocumentation
+ */
+import { afterEach, describe } from 'vitest';
+import { answers } from './answers.js';
+import { body } from './body.js';
+import { concurrency } from './concurrency.js';
+import { Harness, type MakeServer, type Scenario } from './harness.js';
+import { settlement } from './settlement.js';
+
+export {
+  type BindingOptions,
+  header,
+  listen,
+  type MakeServer,
+  type Reply,
+  type ServerSetup,
+  sign,
+  type TestServer,
+} from './harness.js';
+
+/** How the suite reaches the binding. */
+export interface SuiteOptions {
+  /**
+   * `false` when the server is an in-process app (`app.request`) with no socket: the tests that
+   * need a client to disconnect are left out.
+   * @default true
+   */
+  network?: boolean;
+}
+
+/** What each part of the suite is given. */
+export interface SuiteContext {
+  /** Start a fresh server, gate and store for one test; it is closed after the test. */
+  start(scenario?: Scenario): Promise<Harness>;
+  network: boolean;
+  makeServer: MakeServer;
+}
+
+/** Register the whole suite for one binding, under `describe(name)`. */
+export function httpBindingSuite(
+  name: string,
+  makeServer: MakeServer,
+  options: SuiteOptions = {},
+): void {
+  describe(name, () => {
+    const running: Harness[] = [];
+    afterEach(async () => {
+      await Promise.all(running.splice(0).map((harness) => harness.close()));
+    });
+    const context: SuiteContext = {
+      async start(scenario) {
+        const harness = await Harness.start(makeServer, scenario);
+        running.push(harness);
+        return harness;
+      },
+      network: options.network ?? true,
+      makeServer,
+    };
+    answers(context);
+    body(context);
+    concurrency(context);
+    settlement(context);
+  });
+}
