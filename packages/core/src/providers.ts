@@ -51,9 +51,9 @@ export function definePreset<const P extends Preset>(preset: P): Readonly<P> {
   if (eventId !== undefined) {
     const selectors: readonly Selector[] = Array.isArray(eventId) ? eventId : [eventId as Selector];
     if (selectors.length === 0) invalidOption('provider.eventId', 'must not be an empty array');
-    selectors.forEach((s, i) =>
-      compileSelector(s, selectors.length > 1 ? `provider.eventId[${i}]` : 'provider.eventId'),
-    );
+    for (const [i, s] of selectors.entries()) {
+      compileSelector(s, selectors.length > 1 ? `provider.eventId[${i}]` : 'provider.eventId');
+    }
   }
   if (subject !== undefined) compileSelector(subject, 'provider.subject');
   if (occurredAt !== undefined) compileSelector(occurredAt, 'provider.occurredAt');
