@@ -59,7 +59,7 @@ export interface HookgateOptions<TPayload = unknown> {
  * parser must run before `hookgate()`: `app.use(express.json({ verify: keepRawBody }))`.
  */
 export function keepRawBody(req: IncomingMessage, _res: ServerResponse, buf: Buffer): void {
-  (req as { rawBody?: Buffer }).rawBody = buf;
+  (req as { rawBody?: unknown }).rawBody = buf;
 }
 
 /**
