@@ -66,6 +66,9 @@ export function definePreset<const P extends Preset>(preset: P): Readonly<P> {
   return Object.freeze({ ...preset });
 }
 
+/** The built-ins go through the user-facing helper, typed as plain presets. */
+const builtIn: (preset: Preset) => Preset = definePreset;
+
 /**
  * Built-in presets. Each names its sources (see also docs/presets.md and docs/ttls.md); none
  * turns the sequence guard on (a policy only the application can choose), and none reads a
@@ -78,7 +81,7 @@ export const providers = {
    * `data.object.id`. Live mode retries with exponential backoff for up to 3 days; the done
    * record lives 4. https://docs.stripe.com/webhooks#retries
    */
-  stripe: definePreset({
+  stripe: builtIn({
     name: 'stripe',
     eventId: 'id',
     occurredAt: 'created',
@@ -94,7 +97,7 @@ export const providers = {
    * https://docs.github.com/en/webhooks/webhook-events-and-payloads#delivery-headers
    * https://docs.github.com/en/webhooks/testing-and-troubleshooting-webhooks/redelivering-webhooks
    */
-  github: definePreset({
+  github: builtIn({
     name: 'github',
     eventId: { header: 'X-GitHub-Delivery' },
     doneTtlMs: 96 * HOUR,
@@ -109,7 +112,7 @@ export const providers = {
    * https://shopify.dev/docs/apps/build/webhooks/delivery-structure
    * https://shopify.dev/changelog/updates-to-webhook-retry-mechanism
    */
-  shopify: definePreset({
+  shopify: builtIn({
     name: 'shopify',
     eventId: { header: 'X-Shopify-Webhook-Id' },
     occurredAt: 'updated_at',
@@ -123,7 +126,7 @@ export const providers = {
    * https://developer.paddle.com/webhooks/about/respond-to-webhooks
    * https://developer.paddle.com/webhooks/about/how-webhooks-work
    */
-  paddle: definePreset({
+  paddle: builtIn({
     name: 'paddle',
     eventId: 'event_id',
     occurredAt: 'occurred_at',
@@ -136,7 +139,7 @@ export const providers = {
    * minute, after 5 minutes. The record lives a day. (`X-Slack-Request-Timestamp` is the
    * attempt's time, never used.) https://docs.slack.dev/apis/events-api/
    */
-  slack: definePreset({
+  slack: builtIn({
     name: 'slack',
     eventId: 'event_id',
     occurredAt: 'event_time',
@@ -149,7 +152,7 @@ export const providers = {
    * example retry schedule spans about 75.5 hours; the record lives 96.
    * https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md
    */
-  standardWebhooks: definePreset({
+  standardWebhooks: builtIn({
     name: 'standardWebhooks',
     eventId: { header: 'webhook-id' },
     occurredAt: 'timestamp',
@@ -162,7 +165,7 @@ export const providers = {
    * schedule ends about 27.6 hours after the first attempt; the record lives 72.
    * https://docs.svix.com/retries
    */
-  svix: definePreset({
+  svix: builtIn({
     name: 'svix',
     eventId: [{ header: 'svix-id' }, { header: 'webhook-id' }],
     occurredAt: 'timestamp',
@@ -173,7 +176,7 @@ export const providers = {
    * makes 10 attempts with backoff of up to an hour between them (under 10 hours in all); the
    * record lives 24. Source: the hookgate design brief (Sume's integration guide).
    */
-  sume: definePreset({
+  sume: builtIn({
     name: 'sume',
     eventId: 'request_id',
     occurredAt: 'created_at',
@@ -185,7 +188,7 @@ export const providers = {
    * The portal retries for 72 hours; the record lives 96. Source: the hookgate design brief
    * (the grant portal's integration guide).
    */
-  grantPortal: definePreset({
+  grantPortal: builtIn({
     name: 'grantPortal',
     eventId: ['id', { header: 'X-Event-Id' }],
     occurredAt: 'occurred_at',
