@@ -1,0 +1,3 @@
+import { describeExample } from './example-harness.js';
+
+describeExample('examples/express/server.ts', 'examples/express/server.ts');
