@@ -1,0 +1,66 @@
+import {
+  type RedisCluster,
+  type RedisServer,
+  startCluster,
+  startRedis,
+} from '@hookgate/redis-harness';
+import { claimStoreSuite } from '@hookgate/store-conformance';
+import { afterAll, beforeAll } from 'vitest';
+import { type IoRedisClient, IoRedisStore } from '../src/index.js';
+import { deadPort, disconnectAll, majors, quiet, roundRobin, track } from './clients.js';
+
+/** Stores over a round robin of clients: successive stores use separate connections. */
+function stores(make: () => IoRedisClient & { disconnect(): void }) {
+  const next = roundRobin(make);
+  return () => new IoRedisStore(next());
+}
+
+/** The conformance suite against one ioredis major: standalone (RESP2 and 3), prefixed, cluster. */
+export function registerConformance(major: 5 | 6): void {
+  const { redis, cluster: clusterClient } = majors[major];
+  let server: RedisServer;
+  let cluster: RedisCluster;
+  beforeAll(async () => {
+    [server, cluster] = await Promise.all([startRedis(), startCluster({ masters: 3 })]);
+  });
+  afterAll(async () => {
+    disconnectAll();
+    await Promise.all([server?.dispose(), cluster?.dispose()]);
+  });
+
+  claimStoreSuite(
+    `IoRedisStore, ioredis ${major}, standalone`,
+    stores(() => redis(server.port)),
+    {
+      // A client that can never connect: commands wait in its offline queue until the deadline.
+      unavailable: async () =>
+        new IoRedisStore(quiet(track(redis(await deadPort()))), { timeoutMs: 300 }),
+      unavailableWithinMs: 1_000,
+    },
+  );
+
+  claimStoreSuite(
+    `IoRedisStore, ioredis ${major}, standalone with keyPrefix and auto-pipelining`,
+    stores(() => redis(server.port, { keyPrefix: 'tenant-a:', enableAutoPipelining: true })),
+  );
+
+  if (major === 6) {
+    claimStoreSuite(
+      'IoRedisStore, ioredis 6, standalone over RESP3',
+      stores(() => redis(server.port, { protocol: 3 })),
+    );
+  }
+
+  claimStoreSuite(
+    `IoRedisStore, ioredis ${major}, three-master cluster`,
+    stores(() => clusterClient(cluster.rootNodes, { enableAutoPipelining: major === 6 })),
+    {
+      unavailable: async () =>
+        new IoRedisStore(
+          quiet(track(clusterClient([{ host: '127.0.0.1', port: await deadPort() }]))),
+          { timeoutMs: 300 },
+        ),
+      unavailableWithinMs: 1_000,
+    },
+  );
+}

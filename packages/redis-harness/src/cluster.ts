@@ -1,0 +1,222 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { parseInfo } from './resp.js';
+import { type RedisServer, type RedisServerOptions, startServer } from './server.js';
+
+const run = promisify(execFile);
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** The binary that creates the cluster. */
+export const REDIS_CLI = '/usr/bin/redis-cli';
+
+/** Options of {@link startCluster}. */
+export interface RedisClusterOptions extends Omit<RedisServerOptions, 'cluster'> {
+  /** Masters; the 16384 slots are split evenly between them. @default 3 */
+  masters?: number;
+  /** Replicas per master (needed for {@link RedisCluster.failover}). @default 0 */
+  replicas?: number;
+}
+
+/** One node as `CLUSTER NODES` describes it. */
+export interface ClusterNode {
+  id: string;
+  port: number;
+  role: 'master' | 'replica';
+  /** The master's id, for a replica. */
+  masterId: string | undefined;
+  /** Whether the cluster flags it as failing. */
+  failing: boolean;
+  /** Slot ranges `[from, to]` it serves (masters). */
+  slots: [number, number][];
+}
+
+/** A Redis Cluster of harness-started nodes on loopback ports. */
+export class RedisCluster {
+  /** Every node, masters and replicas, in creation order. */
+  readonly nodes: readonly RedisServer[];
+
+  /** @internal Use {@link startCluster}. */
+  constructor(nodes: readonly RedisServer[]) {
+    this.nodes = nodes;
+  }
+
+  /** `{ host, port }` of every node, for a cluster client's startup nodes. */
+  get rootNodes(): { host: string; port: number }[] {
+    return this.nodes.map(({ host, port }) => ({ host, port }));
+  }
+
+  /** The harness server listening on `port`. */
+  server(port: number): RedisServer {
+    const server = this.nodes.find((node) => node.port === port);
+    if (server === undefined) throw new Error(`redis-harness: no cluster node on port ${port}`);
+    return server;
+  }
+
+  /** The topology as a running node sees it. */
+  async topology(): Promise<ClusterNode[]> {
+    const node = this.#anyRunning();
+    const text = String(await node.command('CLUSTER', 'NODES'));
+    return text
+      .trim()
+      .split('\n')
+      .map((line) => {
+        const [id, address, flags, master, , , , , ...slots] = line.split(' ');
+        const flagList = (flags ?? '').split(',');
+        return {
+          id: id!,
+          port: Number(address!.split('@')[0]!.split(':')[1]),
+          role: flagList.includes('master') ? 'master' : 'replica',
+          masterId: master === '-' ? undefined : master,
+          failing: flagList.includes('fail') || flagList.includes('fail?'),
+          slots: slots
+            .filter((slot) => !slot.startsWith('['))
+            .map((slot) => {
+              const [from, to = from] = slot.split('-');
+              return [Number(from), Number(to)] as [number, number];
+            }),
+        } satisfies ClusterNode;
+      });
+  }
+
+  /** The current masters. */
+  async masters(): Promise<RedisServer[]> {
+    const nodes = await this.topology();
+    return nodes
+      .filter((node) => node.role === 'master' && node.slots.length > 0)
+      .map((node) => this.server(node.port));
+  }
+
+  /** The master serving `key`'s slot. */
+  async masterFor(key: string): Promise<RedisServer> {
+    const slot = Number(await this.#anyRunning().command('CLUSTER', 'KEYSLOT', key));
+    const nodes = await this.topology();
+    const owner = nodes.find(
+      (node) =>
+        node.role === 'master' && node.slots.some(([from, to]) => from <= slot && slot <= to),
+    );
+    if (owner === undefined) throw new Error(`redis-harness: no master serves slot ${slot}`);
+    return this.server(owner.port);
+  }
+
+  /** The replicas of `master`. */
+  async replicasOf(master: RedisServer): Promise<RedisServer[]> {
+    const nodes = await this.topology();
+    const id = nodes.find((node) => node.port === master.port)?.id;
+    return nodes
+      .filter((node) => node.role === 'replica' && node.masterId === id)
+      .map((node) => this.server(node.port));
+  }
+
+  /**
+   * Promote a replica of `master` and wait until the cluster is healthy again. `mode`:
+   * `'graceful'` (`CLUSTER FAILOVER`, the master must be up; no acknowledged write is lost),
+   * `'force'` (without the master's agreement), `'takeover'` (without any vote).
+   * @default mode 'graceful' when the master runs, else 'takeover'
+   * @returns the new master
+   */
+  async failover(
+    master: RedisServer,
+    mode: 'graceful' | 'force' | 'takeover' = master.state === 'running' ? 'graceful' : 'takeover',
+  ): Promise<RedisServer> {
+    const replica = (await this.replicasOf(master)).find((node) => node.state === 'running');
+    if (replica === undefined) throw new Error(`redis-harness: ${master.port} has no live replica`);
+    await replica.command(
+      'CLUSTER',
+      'FAILOVER',
+      ...(mode === 'graceful' ? [] : [mode.toUpperCase()]),
+    );
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const role = (await replica.info('replication'))['role'];
+      if (role === 'master') break;
+      if (Date.now() > deadline) throw new Error(`redis-harness: failover of ${master.port} hung`);
+      await sleep(50);
+    }
+    await this.waitHealthy();
+    return replica;
+  }
+
+  /**
+   * Wait until every running node reports `cluster_state:ok` with all 16384 slots served, and
+   * every running replica is in sync with its master.
+   */
+  async waitHealthy(timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let last = '';
+    for (;;) {
+      try {
+        if (await this.#healthy()) return;
+        last = 'not ok yet';
+      } catch (error) {
+        last = String(error);
+      }
+      if (Date.now() > deadline)
+        throw new Error(`redis-harness: cluster never got healthy: ${last}`);
+      await sleep(50);
+    }
+  }
+
+  async #healthy(): Promise<boolean> {
+    for (const node of this.nodes) {
+      if (node.state !== 'running') continue;
+      const info = parseInfo(String(await node.command('CLUSTER', 'INFO')));
+      if (info['cluster_state'] !== 'ok' || info['cluster_slots_ok'] !== '16384') return false;
+      const replication = await node.info('replication');
+      if (replication['role'] === 'slave' && replication['master_link_status'] !== 'up') {
+        // A replica of a dead master never syncs; only require live masters' replicas.
+        const master = this.nodes.find((n) => n.port === Number(replication['master_port']));
+        if (master?.state === 'running') return false;
+      }
+    }
+    // Every slot must be served by a master that is up.
+    for (const node of await this.topology()) {
+      if (node.role === 'master' && node.slots.length > 0) {
+        if (this.server(node.port).state !== 'running' || node.failing) return false;
+      }
+    }
+    return true;
+  }
+
+  /** Stop every node and delete their dirs. */
+  async dispose(): Promise<void> {
+    await Promise.all(this.nodes.map((node) => node.dispose()));
+  }
+
+  #anyRunning(): RedisServer {
+    const node = this.nodes.find((n) => n.state === 'running');
+    if (node === undefined) throw new Error('redis-harness: no cluster node is running');
+    return node;
+  }
+}
+
+/**
+ * Start a cluster: `masters × (1 + replicas)` nodes, joined with `redis-cli --cluster create`,
+ * and wait until it is healthy. Dispose it in `afterAll`.
+ */
+export async function startCluster(options: RedisClusterOptions = {}): Promise<RedisCluster> {
+  const { masters = 3, replicas = 0, ...serverOptions } = options;
+  const count = masters * (1 + replicas);
+  const nodes: RedisServer[] = [];
+  try {
+    for (let i = 0; i < count; i++)
+      nodes.push(await startServer({ ...serverOptions, cluster: true }));
+    await run(
+      REDIS_CLI,
+      [
+        '--cluster',
+        'create',
+        ...nodes.map((node) => `${node.host}:${node.port}`),
+        '--cluster-replicas',
+        String(replicas),
+        '--cluster-yes',
+      ],
+      { timeout: 30_000 },
+    );
+    const cluster = new RedisCluster(nodes);
+    await cluster.waitHealthy();
+    return cluster;
+  } catch (error) {
+    await Promise.all(nodes.map((node) => node.dispose()));
+    throw error;
+  }
+}

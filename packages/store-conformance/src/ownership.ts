@@ -1,0 +1,138 @@
+import { describe, it } from 'vitest';
+import { LONG, type SuiteContext } from './context.js';
+
+/** `done`, `release` and `extend` change a record only for the token that owns it. */
+export function ownershipTests(ctx: SuiteContext): void {
+  describe('ownership', () => {
+    it('done by the owner turns the claim into a done record', async ({ expect }) => {
+      const store = await ctx.store();
+      const key = ctx.key();
+      const token = ctx.token();
+      await store.claim(key, token, LONG);
+      expect(await store.done(key, token, LONG)).toBe(true);
+      expect(await store.claim(key, ctx.token(), LONG)).toBe('done');
+    });
+
+    it('done is idempotent for its owner, so a retry after a timeout is not a false loss', async ({
+      expect,
+    }) => {
+      const store = await ctx.store();
+      const key = ctx.key();
+      const token = ctx.token();
+      await store.claim(key, token, LONG);
+      expect(await store.done(key, token, LONG)).toBe(true);
+      expect(await store.done(key, token, LONG)).toBe(true);
+      expect(await store.claim(key, ctx.token(), LONG)).toBe('done');
+    });
+
+    it('done by another token fails and changes nothing', async ({ expect }) => {
+      const store = await ctx.store();
+      const key = ctx.key();
+      const owner = ctx.token();
+      await store.claim(key, owner, LONG);
+      expect(await store.done(key, ctx.token(), LONG)).toBe(false);
+      expect(await store.claim(key, ctx.token(), LONG)).toBe('processing');
+      expect(await store.release(key, owner)).toBe(true);
+    });
+
+    it('done by another token fails on a done record too', async ({ expect }) => {
+      const store = await ctx.store();
+      const key = ctx.key();
+      const owner = ctx.token();
+      await store.claim(key, owner, LONG);
+      await store.done(key, owner, LONG);
+      expect(await store.done(key, ctx.token(), LONG)).toBe(false);
+      expect(await store.done(key, owner, LONG)).toBe(true);
+    });
+
+    it('done on an absent key fails and creates nothing', async ({ expect }) => {
+      const store = await ctx.store();
+      const key = ctx.key();
+      expect(await store.done(key, ctx.token(), LONG)).toBe(false);
+      expect(await store.claim(key, ctx.token(), LONG)).toBe('acquired');
+    });
+
+    it('release by the owner deletes the claim, so the key can be claimed again', async ({
+      expect,
+    }) => {
+      const store = await ctx.store();
+      const key = ctx.key();
+      const token = ctx.token();
+      await store.claim(key, token, LONG);
+      expect(await store.release(key, token)).toBe(true);
+      expect(await store.release(key, token)).toBe(false);
+      expect(await store.claim(key, ctx.token(), LONG)).toBe('acquired');
+    });
+
+    it('release by another token fails and leaves the claim to its owner', async ({ expect }) => {
+      const store = await ctx.store();
+      const key = ctx.key();
+      const owner = ctx.token();
+      await store.claim(key, owner, LONG);
+      expect(await store.release(key, ctx.token())).toBe(false);
+      expect(await store.claim(key, ctx.token(), LONG)).toBe('processing');
+      expect(await store.done(key, owner, LONG)).toBe(true);
+    });
+
+    it('release of a done record fails, even by its owner, and keeps it done', async ({
+      expect,
+    }) => {
+      const store = await ctx.store();
+      const key = ctx.key();
+      const owner = ctx.token();
+      await store.claim(key, owner, LONG);
+      await store.done(key, owner, LONG);
+      expect(await store.release(key, owner)).toBe(false);
+      expect(await store.claim(key, ctx.token(), LONG)).toBe('done');
+    });
+
+    it('release on an absent key fails', async ({ expect }) => {
+      const store = await ctx.store();
+      expect(await store.release(ctx.key(), ctx.token())).toBe(false);
+    });
+
+    it('extend succeeds for the owner only', async ({ expect }) => {
+      const store = await ctx.store();
+      const key = ctx.key();
+      const owner = ctx.token();
+      await store.claim(key, owner, LONG);
+      expect(await store.extend(key, ctx.token(), LONG)).toBe(false);
+      expect(await store.extend(key, owner, LONG)).toBe(true);
+      expect(await store.claim(key, ctx.token(), LONG)).toBe('processing');
+    });
+
+    it('extend of a done record fails and keeps it done', async ({ expect }) => {
+      const store = await ctx.store();
+      const key = ctx.key();
+      const owner = ctx.token();
+      await store.claim(key, owner, LONG);
+      await store.done(key, owner, LONG);
+      expect(await store.extend(key, owner, LONG)).toBe(false);
+      expect(await store.claim(key, ctx.token(), LONG)).toBe('done');
+    });
+
+    it('extend on an absent key fails and creates nothing', async ({ expect }) => {
+      const store = await ctx.store();
+      const key = ctx.key();
+      expect(await store.extend(key, ctx.token(), LONG)).toBe(false);
+      expect(await store.claim(key, ctx.token(), LONG)).toBe('acquired');
+    });
+
+    it('of concurrent done and release by the owner on separate stores, exactly one wins', async ({
+      expect,
+    }) => {
+      const [a, b] = await ctx.stores(2);
+      for (let round = 0; round < 10; round++) {
+        const key = ctx.key();
+        const owner = ctx.token();
+        await a!.claim(key, owner, LONG);
+        const [done, released] = await Promise.all([
+          a!.done(key, owner, LONG),
+          b!.release(key, owner),
+        ]);
+        expect(done !== released).toBe(true);
+        expect(await a!.claim(key, ctx.token(), LONG)).toBe(done ? 'done' : 'acquired');
+      }
+    });
+  });
+}
