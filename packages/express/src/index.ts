@@ -156,7 +156,7 @@ async function rawBodyOf(req: Request, limit: number): Promise<Buffer | undefine
     const bytes = Buffer.isBuffer(kept) ? kept : Buffer.from(kept);
     return bytes.length > limit ? undefined : bytes;
   }
-  if (req.readableEnded || (req as { _body?: boolean })._body === true) {
+  if (req.readableDidRead || req.readableEnded || (req as { _body?: boolean })._body === true) {
     throw new HookgateError('INVALID_OPTIONS', GONE);
   }
   if (Number(req.headers['content-length']) > limit) return undefined;

@@ -136,9 +136,8 @@ async function rawBodyOf(ctx: Context, limit: number): Promise<Buffer | undefine
     return bytes.length > limit ? undefined : bytes;
   }
   const req = ctx.req;
-  if (req.readableEnded || (ctx.request as { body?: unknown }).body !== undefined) {
-    throw new HookgateError('INVALID_OPTIONS', GONE);
-  }
+  // A parser may have set ctx.request.body without reading (a type it skips): only bytes read count.
+  if (req.readableDidRead || req.readableEnded) throw new HookgateError('INVALID_OPTIONS', GONE);
   if (Number(req.headers['content-length']) > limit) return undefined;
   return readBody(req, limit);
 }

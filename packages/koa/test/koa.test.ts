@@ -1,9 +1,12 @@
+import { createGate } from '@hookgate/core';
 import { httpBindingSuite, listen, type ServerSetup } from '@hookgate/http-conformance';
+import { MemoryStore } from '@hookgate/memory';
 import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
 import type { Middleware } from 'koa';
 import Koa2 from 'koa2';
 import Koa3 from 'koa3';
+import { describe, expect, it } from 'vitest';
 import { hookgate } from '../src/index.js';
 
 /** A parser that consumes the body and keeps only the parsed value, as some do. */
@@ -45,3 +48,28 @@ httpBindingSuite('koa 2', server(Koa2, 'app'));
 httpBindingSuite('koa 3', server(Koa3, 'app'));
 httpBindingSuite('koa 2 with @koa/router', server(Koa2, 'router'));
 httpBindingSuite('koa 3 with @koa/router', server(Koa3, 'router'));
+
+describe('@koa/bodyparser in front', () => {
+  it('leaves a type it does not parse unread, and hookgate() still reads the raw bytes', async () => {
+    const gate = createGate({ store: new MemoryStore(), eventId: 'id' });
+    const app = new Koa3();
+    app.use(bodyParser());
+    app.use(hookgate({ gate, verify: (raw) => raw.toString() === body }));
+    app.use((ctx) => {
+      ctx.body = { payload: ctx.state.webhook.payload };
+    });
+    const server = await listen(app.callback());
+    const body = '{"id":"evt_1"}';
+    try {
+      const res = await fetch(`${server.url}/webhook`, {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/vnd.provider+json' },
+      });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ payload: { id: 'evt_1' } });
+    } finally {
+      await server.close();
+    }
+  });
+});
