@@ -172,11 +172,9 @@ function checkOptions(
     throw new HookgateError('INVALID_OPTIONS', `hookgate/hono: option \`${option}\` ${why}`);
   };
   if (typeof (gate as Gate | undefined)?.claim !== 'function') fail('gate', 'must be a Gate');
-  if (verify === undefined) {
+  if (verify !== false && typeof verify !== 'function') {
     fail('verify', 'is required: a signature check, or `false` to opt out explicitly');
   }
-  if (verify !== false && typeof verify !== 'function')
-    fail('verify', 'must be a function or false');
   if (inFlight !== 'retry' && inFlight !== 'ack') fail('inFlight', "must be 'retry' or 'ack'");
   if (!Number.isSafeInteger(limit) || limit <= 0) fail('limit', 'must be a positive integer');
   if (!Number.isSafeInteger(retryAfter) || retryAfter < 0) {

@@ -146,30 +146,19 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer | undefin
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const stop = () => {
-      req.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
+    const finish = (settle: () => void) => {
+      req.off('data', onData).off('end', onEnd).off('error', reject).off('close', onClose);
+      settle();
     };
+    // Past the limit, nobody listens any more: the stream keeps flowing and the rest is dropped.
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size <= limit) chunks.push(chunk);
-      else {
-        stop(); // the stream keeps flowing, with nobody listening: the rest is discarded
-        resolve(undefined);
-      }
+      if (size > limit) finish(() => resolve(undefined));
+      else chunks.push(chunk);
     };
-    const onEnd = () => {
-      stop();
-      resolve(Buffer.concat(chunks, size));
-    };
-    const onError = (error: Error) => {
-      stop();
-      reject(error);
-    };
-    const onClose = () => {
-      stop();
-      resolve(null);
-    };
-    req.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
+    const onEnd = () => finish(() => resolve(Buffer.concat(chunks, size)));
+    const onClose = () => finish(() => resolve(null));
+    req.on('data', onData).on('end', onEnd).on('error', reject).on('close', onClose);
   });
 }
 
@@ -184,11 +173,9 @@ function checkOptions(
     throw new HookgateError('INVALID_OPTIONS', `hookgate/koa: option \`${option}\` ${why}`);
   };
   if (typeof (gate as Gate | undefined)?.claim !== 'function') fail('gate', 'must be a Gate');
-  if (verify === undefined) {
+  if (verify !== false && typeof verify !== 'function') {
     fail('verify', 'is required: a signature check, or `false` to opt out explicitly');
   }
-  if (verify !== false && typeof verify !== 'function')
-    fail('verify', 'must be a function or false');
   if (inFlight !== 'retry' && inFlight !== 'ack') fail('inFlight', "must be 'retry' or 'ack'");
   if (!Number.isSafeInteger(limit) || limit <= 0) fail('limit', 'must be a positive integer');
   if (!Number.isSafeInteger(retryAfter) || retryAfter < 0) {
