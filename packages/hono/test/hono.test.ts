@@ -1,6 +1,9 @@
 import { getRequestListener } from '@hono/node-server';
+import { createGate } from '@hookgate/core';
 import { httpBindingSuite, listen, type ServerSetup } from '@hookgate/http-conformance';
+import { MemoryStore } from '@hookgate/memory';
 import { Hono, type MiddlewareHandler } from 'hono';
+import { describe, expect, it } from 'vitest';
 import { hookgate } from '../src/index.js';
 
 function app({ options, handle, onError, bodyParser }: ServerSetup): Hono {
@@ -45,3 +48,16 @@ httpBindingSuite(
   },
   { network: false },
 );
+
+describe('the body after hookgate()', () => {
+  it('can still be read by the handler through c.req.json() and c.req.text()', async () => {
+    const gate = createGate({ store: new MemoryStore(), eventId: 'id' });
+    const app = new Hono().post('/webhook', hookgate({ gate, verify: false }), async (c) =>
+      c.json({ json: await c.req.json(), text: await c.req.text() }),
+    );
+    const body = '{ "id": "evt_1" }';
+    const res = await app.request('/webhook', { method: 'POST', body });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ json: { id: 'evt_1' }, text: body });
+  });
+});
