@@ -1,0 +1,3 @@
+import { registerConformance } from './conformance.js';
+
+registerConformance(6);

@@ -1,0 +1,132 @@
+import { StoreUnavailableError } from '@hookgate/core';
+import { type RedisServer, startRedis } from '@hookgate/redis-harness';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NodeRedisStore } from '../src/index.js';
+import { destroyAll, majors } from './clients.js';
+
+const TIMEOUT = 300;
+/** The deadline fires between TIMEOUT and TIMEOUT plus a tick; leave room for a busy machine. */
+const LATE = TIMEOUT + 400;
+
+let server: RedisServer;
+beforeAll(async () => {
+  server = await startRedis({ appendonly: true, appendfsync: 'always' });
+});
+afterAll(async () => {
+  destroyAll();
+  await server?.dispose();
+});
+
+const key = () => `hookgate:evt:${crypto.randomUUID()}`;
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+async function rejection(promise: Promise<unknown>): Promise<StoreUnavailableError> {
+  const error = await promise.then(
+    (value) => {
+      throw new Error(`resolved with ${String(value)}`);
+    },
+    (error: unknown) => error,
+  );
+  expect(error).toBeInstanceOf(StoreUnavailableError);
+  return error as StoreUnavailableError;
+}
+
+async function until(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error('condition never held');
+    await sleep(20);
+  }
+}
+
+// One at a time: they pause, kill and restart the same server.
+describe.each(Object.values(majors))(
+  'redis $major against a failing server',
+  ({ client: connect }) => {
+    it('a paused server: the claim rejects at its deadline as unknown, and may still land', async () => {
+      const client = await connect(server.port);
+      const store = new NodeRedisStore(client, { timeoutMs: TIMEOUT });
+      const claimKey = key();
+      const token = crypto.randomUUID();
+      server.pause();
+      try {
+        const started = performance.now();
+        const error = await rejection(store.claim(claimKey, token, 60_000));
+        const elapsed = performance.now() - started;
+        expect(elapsed).toBeGreaterThanOrEqual(TIMEOUT - 1);
+        expect(elapsed).toBeLessThan(LATE);
+        expect(error.message).toMatch(/no answer within 300 ms.*unknown/);
+        expect((error.cause as Error).name).toBe('TimeoutError');
+      } finally {
+        server.resume();
+      }
+      // The server answers the command it was sent while paused: the claim was applied after all.
+      await until(async () => (await server.command('GET', claimKey)) === `p:${token}`);
+      expect(await store.done(claimKey, token, 60_000)).toBe(true);
+    });
+
+    it('keeps one timer for any number of pending operations', async () => {
+      const client = await connect(server.port);
+      const store = new NodeRedisStore(client, { timeoutMs: TIMEOUT });
+      const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+      server.pause();
+      try {
+        const before = timers();
+        const pending = Array.from({ length: 500 }, () =>
+          store.claim(key(), crypto.randomUUID(), 60_000).then(
+            () => 'resolved',
+            (error: unknown) => (error instanceof StoreUnavailableError ? 'unavailable' : error),
+          ),
+        );
+        expect(timers() - before).toBeLessThanOrEqual(1);
+        expect(new Set(await Promise.all(pending))).toEqual(new Set(['unavailable']));
+      } finally {
+        server.resume();
+      }
+    });
+
+    it('a closed client: operations reject at once, with the client error as cause', async () => {
+      const client = await connect(server.port);
+      const store = new NodeRedisStore(client, { timeoutMs: TIMEOUT });
+      client.destroy();
+      const started = performance.now();
+      const error = await rejection(store.done(key(), crypto.randomUUID(), 60_000));
+      expect(performance.now() - started).toBeLessThan(TIMEOUT);
+      expect((error.cause as Error).message).toMatch(/closed/i);
+    });
+
+    it('with disableOfflineQueue, a disconnected client rejects at once', async () => {
+      const client = await connect(server.port, { disableOfflineQueue: true });
+      const store = new NodeRedisStore(client, { timeoutMs: TIMEOUT });
+      await server.kill();
+      try {
+        const started = performance.now();
+        await rejection(store.claim(key(), crypto.randomUUID(), 60_000));
+        expect(performance.now() - started).toBeLessThan(TIMEOUT);
+      } finally {
+        await server.restart();
+      }
+    });
+
+    it('a killed server: commands wait in the offline queue until their deadline; after a restart the store works again without its script cache', async () => {
+      const client = await connect(server.port);
+      const store = new NodeRedisStore(client, { timeoutMs: TIMEOUT });
+      const claimKey = key();
+      const token = crypto.randomUUID();
+      expect(await store.claim(claimKey, token, 60_000)).toBe('acquired');
+      await server.kill();
+      try {
+        const started = performance.now();
+        await rejection(store.done(claimKey, token, 60_000));
+        expect(performance.now() - started).toBeLessThan(LATE);
+      } finally {
+        await server.restart();
+      }
+      // The AOF kept the claim; the restarted server has no scripts, so done goes by EVAL.
+      expect(await server.command('SCRIPT', 'EXISTS', '0'.repeat(40))).toEqual([0]);
+      await until(async () => (await client.ping()) === 'PONG');
+      expect(await store.done(claimKey, token, 60_000)).toBe(true);
+      expect(await server.command('GET', claimKey)).toBe(`d:${token}`);
+    });
+  },
+);
