@@ -26,6 +26,7 @@ const brand = Symbol.for('hookgate.error');
 export class HookgateError extends Error {
   /** Machine-readable code, one of {@link ErrorCode}. */
   readonly code: ErrorCode;
+  /** @internal */
   declare readonly [brand]: true;
 
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
@@ -38,6 +39,10 @@ export class HookgateError extends Error {
   /** The code a subclass stands for; `undefined` for the base class, which matches them all. */
   protected static readonly matches: ErrorCode | undefined = undefined;
 
+  /**
+   * Recognise hookgate errors by brand and code, so `instanceof` holds for errors made by
+   * another installed copy of `@hookgate/core`.
+   */
   static override [Symbol.hasInstance](value: unknown): boolean {
     if (typeof value !== 'object' || value === null || !(brand in value)) return false;
     // biome-ignore lint/complexity/noThisInStatic: `this` is the subclass being tested against.

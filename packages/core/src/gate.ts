@@ -45,6 +45,12 @@ export interface SequenceOptions {
   ties?: 'drop' | 'apply';
 }
 
+/** How often the heartbeat extends a held claim. */
+export interface HeartbeatOptions {
+  /** Milliseconds between two extensions; shorter than `claimTtlMs`. */
+  intervalMs: number;
+}
+
 /** Options of {@link createGate}. */
 export interface GateOptions {
   /** Where claims and watermarks live. */
@@ -103,7 +109,7 @@ export interface GateOptions {
    * `claimTtlMs / 3`. A heartbeat runs until the claim is settled.
    * @default false
    */
-  heartbeat?: boolean | { intervalMs: number };
+  heartbeat?: boolean | HeartbeatOptions;
   /** Called with every decision. A hook that throws or rejects never breaks the gate. */
   onDecision?: (event: DecisionEvent) => void;
 }
@@ -119,6 +125,7 @@ export interface Claim<TPayload = unknown> {
   readonly acquired: boolean;
   /** The idempotency key (without the namespace). */
   readonly key: string;
+  /** How `key` was derived: the provider's event id, or a digest of the payload. */
   readonly source: KeySource;
   /** The event, as the handler sees it. */
   readonly event: WebhookEvent<TPayload>;
@@ -371,6 +378,8 @@ class GateImpl<TPayload> implements Gate<TPayload> {
     let event: WebhookEvent<TPayload>;
     try {
       const payload = payloadOf(delivery);
+      // Function selectors get the parsed payload even when only the raw body was given.
+      if (delivery.payload === undefined) delivery = { ...delivery, payload };
       const { key, source } = keyOf(config.deriver, payload, delivery);
       event = { key, source, payload: payload as TPayload };
       if (config.subject !== undefined) {

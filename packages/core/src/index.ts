@@ -3,6 +3,7 @@
  * least once. Pure logic over a {@link ClaimStore}; no I/O of its own.
  *
  * @packageDocumentation
+ * @module @hookgate/core
  */
 export { canonicalJson } from './canonical-json.js';
 export {
@@ -19,6 +20,7 @@ export {
   type Gate,
   type GateOptions,
   type Handler,
+  type HeartbeatOptions,
   type SequenceOptions,
 } from './gate.js';
 export { type DerivedKey, deriveKey, type KeyOptions } from './key.js';

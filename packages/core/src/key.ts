@@ -26,6 +26,7 @@ export interface KeyOptions {
 export interface DerivedKey {
   /** `evt:<id>` for an event id, `dig:<sha256 hex>` for a digest. */
   key: string;
+  /** How `key` was derived. */
   source: KeySource;
 }
 
@@ -60,7 +61,12 @@ export function compileKeyOptions(options: KeyOptions): KeyDeriver {
  */
 export function deriveKey(delivery: Delivery, options: KeyOptions = {}): DerivedKey {
   const deriver = compileKeyOptions(options);
-  return keyOf(deriver, payloadOf(delivery), delivery);
+  const payload = payloadOf(delivery);
+  return keyOf(
+    deriver,
+    payload,
+    delivery.payload === undefined ? { ...delivery, payload } : delivery,
+  );
 }
 
 /** @internal */

@@ -5,7 +5,8 @@ export type HeaderBag = Record<string, string | string[] | undefined> | Headers;
 export interface Delivery {
   /**
    * The parsed JSON body. When it is `undefined` and `rawBody` is set, the gate parses
-   * `rawBody` itself (strict UTF-8, then `JSON.parse`).
+   * `rawBody` itself (strict UTF-8, then `JSON.parse`), and function selectors see a delivery
+   * with `payload` filled in.
    */
   payload?: unknown;
   /** Request headers; names are matched case-insensitively. */
@@ -18,7 +19,13 @@ export interface Delivery {
  * Where to read a field of a delivery: a dotted payload path (`'data.object.id'`), a header
  * (`{ header: 'X-Event-Id' }`, case-insensitive), or a function of the delivery.
  */
-export type Selector = string | { readonly header: string } | ((delivery: Delivery) => unknown);
+export type Selector =
+  | string
+  | {
+      /** A header name, matched case-insensitively. */
+      readonly header: string;
+    }
+  | ((delivery: Delivery) => unknown);
 
 /** How the idempotency key was derived: the provider's own event id, or a payload digest. */
 export type KeySource = 'event-id' | 'digest';
@@ -39,14 +46,32 @@ export interface WebhookEvent<TPayload = unknown> {
 
 /** What `gate.run` resolved to. A rejected promise covers every other case. */
 export type Outcome<TResult = unknown> =
-  /** The handler ran and the claim is done. */
-  | { status: 'processed'; key: string; result: TResult }
-  /** Already processed: acknowledge, the handler did not run. */
-  | { status: 'duplicate'; key: string }
-  /** Another worker holds the claim right now: answer so that the provider retries later. */
-  | { status: 'in-flight'; key: string }
-  /** Older than the subject's watermark: acknowledge, the handler did not run. */
-  | { status: 'stale'; key: string };
+  | {
+      /** The handler ran and the claim is done. */
+      status: 'processed';
+      /** The idempotency key. */
+      key: string;
+      /** What the handler returned. */
+      result: TResult;
+    }
+  | {
+      /** Already processed: acknowledge, the handler did not run. */
+      status: 'duplicate';
+      /** The idempotency key. */
+      key: string;
+    }
+  | {
+      /** Another worker holds the claim right now: answer so that the provider retries later. */
+      status: 'in-flight';
+      /** The idempotency key. */
+      key: string;
+    }
+  | {
+      /** Older than the subject's watermark: acknowledge, the handler did not run. */
+      status: 'stale';
+      /** The idempotency key. */
+      key: string;
+    };
 
 /** Every decision the gate takes, as reported to `onDecision`. */
 export type Decision =
@@ -63,6 +88,7 @@ export type Decision =
 
 /** A structured record of one decision, for logs, metrics and audits. */
 export interface DecisionEvent {
+  /** What the gate decided. */
   decision: Decision;
   /** The gate's namespace. */
   namespace: string;
@@ -70,7 +96,9 @@ export interface DecisionEvent {
   provider?: string;
   /** The idempotency key, when it could be derived. */
   key?: string;
+  /** How `key` was derived. */
   source?: KeySource;
+  /** The subject the event is about, when known. */
   subject?: string;
   /** The provider's event time, epoch milliseconds. */
   occurredAt?: number;

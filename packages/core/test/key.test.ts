@@ -124,3 +124,10 @@ function catchError(fn: () => unknown): unknown {
   }
   throw new Error('expected a throw');
 }
+
+describe('function selectors', () => {
+  it('see the parsed payload when only the raw body was given', () => {
+    const eventId = (delivery: { payload?: unknown }) => (delivery.payload as { ref?: string }).ref;
+    expect(deriveKey({ rawBody: '{"ref":"r-1"}' }, { eventId }).key).toBe('evt:r-1');
+  });
+});

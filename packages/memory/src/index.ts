@@ -2,6 +2,7 @@
  * An in-process {@link ClaimStore}: for tests, the demo and single-process services.
  *
  * @packageDocumentation
+ * @module @hookgate/memory
  */
 import {
   type ClaimState,
