@@ -2,7 +2,7 @@
  * Every TypeScript block in docs/ and README.md is type-checked here, against the packages'
  * sources, with the repository's own compiler settings: a renamed option or a changed signature
  * breaks this test, not a reader's copy-paste. All blocks go into one TypeScript program, so the
- * whole check costs one compilation. The conventions a page can use are in docs/contributing.md.
+ * whole check costs one compilation. The conventions a page can use are in docs/writing-docs.md.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
