@@ -5,6 +5,17 @@
  * @packageDocumentation
  * @module @hookgate/core
  */
+export {
+  type Admission,
+  type Answer,
+  admit,
+  type BindingOptions,
+  bindingOptions,
+  type ResolvedBindingOptions,
+  settle,
+  TOO_LARGE,
+  type Verify,
+} from './binding.js';
 export { canonicalJson } from './canonical-json.js';
 export {
   ErrorCode,

@@ -5,11 +5,14 @@
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import {
+  admit,
+  type BindingOptions,
+  bindingOptions,
   type Claim,
-  type Gate,
+  type Verify as CoreVerify,
   HookgateError,
-  InvalidDeliveryError,
-  StoreUnavailableError,
+  settle,
+  TOO_LARGE,
   type WebhookEvent,
 } from '@hookgate/core';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
@@ -26,33 +29,15 @@ declare global {
 /** A request on a route guarded by `hookgate()`: `req.webhook` is set, with a typed payload. */
 export type WebhookRequest<TPayload = unknown> = Request & { webhook: WebhookEvent<TPayload> };
 
-/**
- * Checks a delivery's signature over the exact body bytes. Resolve `true` to accept; `false`
- * (or a throw) answers 401 and claims nothing.
- */
-export type Verify = (rawBody: Buffer, headers: IncomingHttpHeaders) => boolean | Promise<boolean>;
+/** Checks a delivery's signature over the exact body bytes; `true` accepts. */
+export type Verify = CoreVerify<Buffer, IncomingHttpHeaders>;
 
-/** Options of {@link hookgate}. */
-export interface HookgateOptions<TPayload = unknown> {
-  /** The gate that claims each delivery. */
-  gate: Gate<TPayload>;
-  /**
-   * Verifies the signature before anything is claimed: never dedupe an unauthenticated body.
-   * Required; `false` is an explicit opt-out (for a route that is authenticated otherwise).
-   */
-  verify: Verify | false;
-  /**
-   * A delivery whose event is being handled elsewhere right now: `'retry'` answers 409 with
-   * `Retry-After`, so the provider comes back once the first attempt settled; `'ack'` answers
-   * 200 (the event is lost if that first attempt then fails).
-   * @default 'retry'
-   */
-  inFlight?: 'retry' | 'ack';
-  /** The largest body accepted, in bytes; a larger one answers 413. @default 1_048_576 (1 MiB) */
-  limit?: number;
-  /** The `Retry-After` of a 409 (in flight) or 503 (store unavailable), in seconds. @default 10 */
-  retryAfter?: number;
-}
+/** Options of {@link hookgate}: see {@link BindingOptions} for each field and its default. */
+export type HookgateOptions<TPayload = unknown> = BindingOptions<
+  TPayload,
+  Buffer,
+  IncomingHttpHeaders
+>;
 
 /**
  * A JSON body parser `verify` callback that keeps the exact bytes as `req.rawBody`, for when a
@@ -72,40 +57,20 @@ export function keepRawBody(req: IncomingMessage, _res: ServerResponse, buf: Buf
  * app.post('/webhooks', hookgate({ gate, verify }), (req, res) => { ...; res.sendStatus(204); });
  */
 export function hookgate<TPayload = unknown>(options: HookgateOptions<TPayload>): RequestHandler {
-  const { gate, verify, inFlight = 'retry', limit = 1_048_576, retryAfter = 10 } = options ?? {};
-  checkOptions(gate, verify, inFlight, limit, retryAfter);
+  const resolved = bindingOptions('hookgate/express', options);
 
   async function handle(req: Request, res: Response, next: NextFunction): Promise<void> {
-    const body = await rawBodyOf(req, limit);
+    const body = await rawBodyOf(req, resolved.limit);
     if (body === null) return; // the client went away while sending
-    if (body === undefined) {
-      res.status(413).set('Connection', 'close').json({ status: 'too-large' });
+    const { answer, claim } =
+      body === undefined ? { answer: TOO_LARGE } : await admit(resolved, body, req.headers);
+    if (answer !== undefined) {
+      res.status(answer.status).set(answer.headers).json(answer.body);
       return;
     }
-    if (verify !== false && !(await verified(verify, body, req.headers))) {
-      res.status(401).json({ status: 'unauthorized' });
-      return;
-    }
-    let claim: Claim<TPayload>;
-    try {
-      claim = await gate.claim({ rawBody: body, headers: req.headers });
-    } catch (error) {
-      if (error instanceof InvalidDeliveryError) {
-        res.status(400).json({ status: 'invalid', reason: error.reason });
-      } else if (error instanceof StoreUnavailableError) {
-        res.status(503).set('Retry-After', String(retryAfter)).json({ status: 'unavailable' });
-      } else throw error;
-      return;
-    }
-    if (claim.status === 'in-flight' && inFlight === 'retry') {
-      res.status(409).set('Retry-After', String(retryAfter)).json({ status: 'in-flight' });
-    } else if (!claim.acquired) {
-      res.status(200).json({ status: claim.status });
-    } else {
-      req.webhook = claim.event;
-      settleOnResponse(res, claim);
-      next();
-    }
+    req.webhook = claim.event;
+    settleOnResponse(res, claim);
+    next();
   }
 
   return function hookgateMiddleware(req, res, next) {
@@ -121,28 +86,16 @@ export function hookgate<TPayload = unknown>(options: HookgateOptions<TPayload>)
  */
 function settleOnResponse(res: Response, claim: Claim): void {
   let settled = false;
-  const settle = () => {
+  const once = () => {
     if (settled) return;
     settled = true;
-    const ok = res.statusCode >= 200 && res.statusCode < 300;
-    // A lost lease or a store failure here is already reported through the gate's onDecision.
-    (ok ? claim.done() : claim.fail(new Error(`handler answered ${res.statusCode}`))).catch(
-      () => {},
-    );
+    void settle(claim, res.statusCode);
   };
-  res.once('finish', settle);
+  res.once('finish', once);
   res.once('close', () => {
-    if (res.writableEnded) settle();
-    else res.once('prefinish', settle);
+    if (res.writableEnded) once();
+    else res.once('prefinish', once);
   });
-}
-
-async function verified(verify: Verify, body: Buffer, headers: IncomingHttpHeaders) {
-  try {
-    return (await verify(body, headers)) === true;
-  } catch {
-    return false;
-  }
 }
 
 const GONE =
@@ -177,25 +130,4 @@ async function rawBodyOf(req: Request, limit: number): Promise<Buffer | undefine
     const onClose = () => finish(() => resolve(null));
     req.on('data', onData).on('end', onEnd).on('error', reject).on('close', onClose);
   });
-}
-
-function checkOptions(
-  gate: unknown,
-  verify: unknown,
-  inFlight: unknown,
-  limit: number,
-  retryAfter: number,
-): void {
-  const fail = (option: string, why: string): never => {
-    throw new HookgateError('INVALID_OPTIONS', `hookgate/express: option \`${option}\` ${why}`);
-  };
-  if (typeof (gate as Gate | undefined)?.claim !== 'function') fail('gate', 'must be a Gate');
-  if (verify !== false && typeof verify !== 'function') {
-    fail('verify', 'is required: a signature check, or `false` to opt out explicitly');
-  }
-  if (inFlight !== 'retry' && inFlight !== 'ack') fail('inFlight', "must be 'retry' or 'ack'");
-  if (!Number.isSafeInteger(limit) || limit <= 0) fail('limit', 'must be a positive integer');
-  if (!Number.isSafeInteger(retryAfter) || retryAfter < 0) {
-    fail('retryAfter', 'must be a non-negative integer of seconds');
-  }
 }

@@ -5,14 +5,17 @@
  * @packageDocumentation
  */
 import {
-  type Claim,
-  type Gate,
+  admit,
+  type BindingOptions,
+  bindingOptions,
+  type Verify as CoreVerify,
   HookgateError,
-  InvalidDeliveryError,
-  StoreUnavailableError,
+  settle,
+  TOO_LARGE,
   type WebhookEvent,
 } from '@hookgate/core';
 import type { Context, MiddlewareHandler } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
 
 declare module 'hono' {
   interface ContextVariableMap {
@@ -26,33 +29,11 @@ export interface WebhookVariables<TPayload = unknown> {
   webhook: WebhookEvent<TPayload>;
 }
 
-/**
- * Checks a delivery's signature over the exact body bytes. Resolve `true` to accept; `false`
- * (or a throw) answers 401 and claims nothing.
- */
-export type Verify = (rawBody: Uint8Array, headers: Headers) => boolean | Promise<boolean>;
+/** Checks a delivery's signature over the exact body bytes; `true` accepts. */
+export type Verify = CoreVerify<Uint8Array, Headers>;
 
-/** Options of {@link hookgate}. */
-export interface HookgateOptions<TPayload = unknown> {
-  /** The gate that claims each delivery. */
-  gate: Gate<TPayload>;
-  /**
-   * Verifies the signature before anything is claimed: never dedupe an unauthenticated body.
-   * Required; `false` is an explicit opt-out (for a route that is authenticated otherwise).
-   */
-  verify: Verify | false;
-  /**
-   * A delivery whose event is being handled elsewhere right now: `'retry'` answers 409 with
-   * `Retry-After`, so the provider comes back once the first attempt settled; `'ack'` answers
-   * 200 (the event is lost if that first attempt then fails).
-   * @default 'retry'
-   */
-  inFlight?: 'retry' | 'ack';
-  /** The largest body accepted, in bytes; a larger one answers 413. @default 1_048_576 (1 MiB) */
-  limit?: number;
-  /** The `Retry-After` of a 409 (in flight) or 503 (store unavailable), in seconds. @default 10 */
-  retryAfter?: number;
-}
+/** Options of {@link hookgate}: see {@link BindingOptions} for each field and its default. */
+export type HookgateOptions<TPayload = unknown> = BindingOptions<TPayload, Uint8Array, Headers>;
 
 /**
  * Middleware for a webhook route. It reads the raw body, runs `verify`, claims the delivery
@@ -67,58 +48,25 @@ export interface HookgateOptions<TPayload = unknown> {
 export function hookgate<TPayload = unknown>(
   options: HookgateOptions<TPayload>,
 ): MiddlewareHandler<{ Variables: WebhookVariables<TPayload> }> {
-  const { gate, verify, inFlight = 'retry', limit = 1_048_576, retryAfter = 10 } = options ?? {};
-  checkOptions(gate, verify, inFlight, limit, retryAfter);
-  const later = { 'Retry-After': String(retryAfter) };
+  const resolved = bindingOptions('hookgate/hono', options);
 
   return async function hookgateMiddleware(c, next) {
-    const body = await rawBodyOf(c, limit);
-    if (body === undefined) return c.json({ status: 'too-large' }, 413);
-    const headers = c.req.raw.headers;
-    if (verify !== false && !(await verified(verify, body, headers))) {
-      return c.json({ status: 'unauthorized' }, 401);
+    const body = await rawBodyOf(c, resolved.limit);
+    const { answer, claim } =
+      body === undefined ? { answer: TOO_LARGE } : await admit(resolved, body, c.req.raw.headers);
+    if (answer !== undefined) {
+      return c.json(answer.body, answer.status as ContentfulStatusCode, answer.headers);
     }
-    let claim: Claim<TPayload>;
-    try {
-      claim = await gate.claim({ rawBody: body, headers });
-    } catch (error) {
-      if (error instanceof InvalidDeliveryError) {
-        return c.json({ status: 'invalid', reason: error.reason }, 400);
-      }
-      if (error instanceof StoreUnavailableError) {
-        return c.json({ status: 'unavailable' }, 503, later);
-      }
-      throw error;
-    }
-    if (claim.status === 'in-flight' && inFlight === 'retry') {
-      return c.json({ status: 'in-flight' }, 409, later);
-    }
-    if (!claim.acquired) return c.json({ status: claim.status }, 200);
     c.set('webhook', claim.event);
     try {
       await next();
     } catch (error) {
       // Only without app-level error handling; Hono normally catches and sets c.error.
-      await settled(claim.fail(error));
+      await settle(claim, 500, error);
       throw error;
     }
-    const failure =
-      c.error ?? (c.res.ok ? undefined : new Error(`handler answered ${c.res.status}`));
-    await settled(failure === undefined ? claim.done() : claim.fail(failure));
+    await settle(claim, c.res.status, c.error);
   };
-}
-
-/** A lost lease or a store failure at settlement is already reported through onDecision. */
-function settled(settlement: Promise<void>): Promise<void> {
-  return settlement.catch(() => {});
-}
-
-async function verified(verify: Verify, body: Uint8Array, headers: Headers) {
-  try {
-    return (await verify(body, headers)) === true;
-  } catch {
-    return false;
-  }
 }
 
 const GONE =
@@ -159,25 +107,4 @@ async function rawBodyOf(c: Context, limit: number): Promise<Uint8Array | undefi
   // Let the handler read the body again through c.req.json() / text().
   cache.arrayBuffer = Promise.resolve(body.buffer);
   return body;
-}
-
-function checkOptions(
-  gate: unknown,
-  verify: unknown,
-  inFlight: unknown,
-  limit: number,
-  retryAfter: number,
-): void {
-  const fail = (option: string, why: string): never => {
-    throw new HookgateError('INVALID_OPTIONS', `hookgate/hono: option \`${option}\` ${why}`);
-  };
-  if (typeof (gate as Gate | undefined)?.claim !== 'function') fail('gate', 'must be a Gate');
-  if (verify !== false && typeof verify !== 'function') {
-    fail('verify', 'is required: a signature check, or `false` to opt out explicitly');
-  }
-  if (inFlight !== 'retry' && inFlight !== 'ack') fail('inFlight', "must be 'retry' or 'ack'");
-  if (!Number.isSafeInteger(limit) || limit <= 0) fail('limit', 'must be a positive integer');
-  if (!Number.isSafeInteger(retryAfter) || retryAfter < 0) {
-    fail('retryAfter', 'must be a non-negative integer of seconds');
-  }
 }

@@ -1,0 +1,148 @@
+import { InvalidDeliveryError, invalidOption, StoreUnavailableError } from './errors.js';
+import type { Claim, Gate } from './gate.js';
+import type { HeaderBag } from './types.js';
+
+/**
+ * Checks a delivery's signature over the exact body bytes. Resolve `true` to accept; anything
+ * else (or a throw) answers 401 and claims nothing.
+ */
+export type Verify<TBody = Uint8Array, THeaders = HeaderBag> = (
+  rawBody: TBody,
+  headers: THeaders,
+) => boolean | Promise<boolean>;
+
+/** The options every framework binding's `hookgate()` takes. */
+export interface BindingOptions<TPayload = unknown, TBody = Uint8Array, THeaders = HeaderBag> {
+  /** The gate that claims each delivery. */
+  gate: Gate<TPayload>;
+  /**
+   * Verifies the signature before anything is claimed: never dedupe an unauthenticated body.
+   * Required; `false` is an explicit opt-out (for a route that is authenticated otherwise).
+   */
+  verify: Verify<TBody, THeaders> | false;
+  /**
+   * A delivery whose event is being handled elsewhere right now: `'retry'` answers 409 with
+   * `Retry-After`, so the provider comes back once the first attempt settled; `'ack'` answers
+   * 200 (the event is lost if that first attempt then fails).
+   * @default 'retry'
+   */
+  inFlight?: 'retry' | 'ack';
+  /** The largest body accepted, in bytes; a larger one answers 413. @default 1_048_576 (1 MiB) */
+  limit?: number;
+  /** The `Retry-After` of a 409 (in flight) or 503 (store unavailable), in seconds. @default 10 */
+  retryAfter?: number;
+}
+
+/** An HTTP answer a binding gives without running the handler. */
+export interface Answer {
+  /** The status code. */
+  status: number;
+  /** A small JSON body: `{ status }`, plus the `reason` of an invalid delivery. */
+  body: { status: string; reason?: string };
+  /** Headers to set (`Retry-After` on 409 and 503). */
+  headers: Record<string, string>;
+}
+
+/** What {@link admit} decided: answer the request now, or run the handler under `claim`. */
+export type Admission<TPayload> =
+  | { answer: Answer; claim?: never }
+  | { answer?: never; claim: Claim<TPayload> };
+
+/** A binding's options, checked and with their defaults. */
+export type ResolvedBindingOptions<TPayload, TBody, THeaders> = Required<
+  BindingOptions<TPayload, TBody, THeaders>
+>;
+
+/**
+ * For binding authors: check a `hookgate()` call's options and fill in the defaults. A wrong
+ * option throws `INVALID_OPTIONS` naming it, when the middleware is built.
+ * @param binding - the binding's name for messages, e.g. `'hookgate/express'`
+ */
+export function bindingOptions<TPayload, TBody, THeaders>(
+  binding: string,
+  options: BindingOptions<TPayload, TBody, THeaders>,
+): ResolvedBindingOptions<TPayload, TBody, THeaders> {
+  const { gate, verify, inFlight = 'retry', limit = 1_048_576, retryAfter = 10 } = options ?? {};
+  const fail = (option: string, why: string) => invalidOption(option, `${why} (${binding})`);
+  if (typeof gate?.claim !== 'function') fail('gate', 'must be a Gate from createGate()');
+  if (verify !== false && typeof verify !== 'function') {
+    fail('verify', 'is required: a signature check, or `false` to opt out explicitly');
+  }
+  if (inFlight !== 'retry' && inFlight !== 'ack') fail('inFlight', "must be 'retry' or 'ack'");
+  if (!Number.isSafeInteger(limit) || limit <= 0) fail('limit', 'must be a positive integer');
+  if (!Number.isSafeInteger(retryAfter) || retryAfter < 0) {
+    fail('retryAfter', 'must be a non-negative integer of seconds');
+  }
+  return { gate, verify, inFlight, limit, retryAfter };
+}
+
+/** The answer to a body over the `limit`. */
+export const TOO_LARGE: Answer = {
+  status: 413,
+  body: { status: 'too-large' },
+  headers: { Connection: 'close' },
+};
+
+/**
+ * For binding authors: everything between reading the raw body and running the handler, the
+ * same for every framework. Verifies the signature (401), claims the delivery, and maps what
+ * cannot go on to its answer: invalid (400), duplicate or stale (200), in flight (409 with
+ * `Retry-After`, or 200 with `inFlight: 'ack'`), store unavailable (503 with `Retry-After`).
+ * When it returns a `claim`, the binding runs the handler and settles the claim: `done()` on a
+ * 2xx, `fail(error)` otherwise.
+ */
+export async function admit<TPayload, TBody extends Uint8Array, THeaders extends HeaderBag>(
+  options: ResolvedBindingOptions<TPayload, TBody, THeaders>,
+  rawBody: TBody,
+  headers: THeaders,
+): Promise<Admission<TPayload>> {
+  const { gate, verify, inFlight, retryAfter } = options;
+  if (verify !== false && !(await verified(verify, rawBody, headers))) {
+    return { answer: { status: 401, body: { status: 'unauthorized' }, headers: {} } };
+  }
+  const later = { 'Retry-After': String(retryAfter) };
+  let claim: Claim<TPayload>;
+  try {
+    claim = await gate.claim({ rawBody, headers });
+  } catch (error) {
+    if (error instanceof InvalidDeliveryError) {
+      return {
+        answer: { status: 400, body: { status: 'invalid', reason: error.reason }, headers: {} },
+      };
+    }
+    if (error instanceof StoreUnavailableError) {
+      return { answer: { status: 503, body: { status: 'unavailable' }, headers: later } };
+    }
+    throw error;
+  }
+  if (claim.acquired) return { claim };
+  if (claim.status === 'in-flight' && inFlight === 'retry') {
+    return { answer: { status: 409, body: { status: 'in-flight' }, headers: later } };
+  }
+  return { answer: { status: 200, body: { status: claim.status }, headers: {} } };
+}
+
+async function verified<TBody, THeaders>(
+  verify: Verify<TBody, THeaders>,
+  body: TBody,
+  headers: THeaders,
+): Promise<boolean> {
+  try {
+    return (await verify(body, headers)) === true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * For binding authors: settle a claim from the handler's outcome — done on a 2xx, otherwise
+ * `fail` (release or retain, per `onFailure`). Never rejects: a lost lease or a store failure
+ * here has already been reported through the gate's `onDecision`.
+ */
+export function settle(claim: Claim, status: number, error?: unknown): Promise<void> {
+  const ok = error === undefined && status >= 200 && status < 300;
+  const settlement = ok
+    ? claim.done()
+    : claim.fail(error ?? new Error(`handler answered ${status}`));
+  return settlement.catch(() => {});
+}
