@@ -1,5 +1,5 @@
 /**
- * Every TypeScript block in docs/ and README.md is type-checked here, against the packages'
+ * Every TypeScript block in docs/, README.md and the packages' READMEs is type-checked here, against the packages'
  * sources, with the repository's own compiler settings: a renamed option or a changed signature
  * breaks this test, not a reader's copy-paste. All blocks go into one TypeScript program, so the
  * whole check costs one compilation. The conventions a page can use are in docs/writing-docs.md.
@@ -53,6 +53,11 @@ function markdownFiles(): string[] {
     }
   };
   if (existsSync(join(ROOT, 'docs'))) walk(join(ROOT, 'docs'));
+  // Each package's README is its first page on npm: its snippets must compile too.
+  for (const pkg of readdirSync(join(ROOT, 'packages'))) {
+    const readme = join(ROOT, 'packages', pkg, 'README.md');
+    if (existsSync(readme)) files.push(readme);
+  }
   return files;
 }
 
