@@ -1,0 +1,110 @@
+/**
+ * The HTTP benchmark's server, run as a child process so that it does not share an event loop
+ * with autocannon: one framework, two routes on one app, `POST /hookgate` (the binding) and
+ * `POST /baseline` (the same route written by hand with the baseline commands). Both use one
+ * ioredis client. Started as `http-server.ts <express|koa|hono> <redisPort>`; it sends its
+ * port to the parent over IPC.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import { createGate } from '@hookgate/core';
+import { hookgate as expressHookgate } from '@hookgate/express';
+import { hookgate as honoHookgate } from '@hookgate/hono';
+import { IoRedisStore } from '@hookgate/ioredis';
+import { hookgate as koaHookgate } from '@hookgate/koa';
+import Router from '@koa/router';
+import express from 'express';
+import { Hono } from 'hono';
+import { Redis } from 'ioredis';
+import Koa from 'koa';
+
+const [framework, port] = process.argv.slice(2);
+const redis = new Redis({ host: '127.0.0.1', port: Number(port) });
+const gate = createGate({ store: new IoRedisStore(redis), eventId: 'id' });
+const CLAIM_TTL = 300_000;
+const DONE_TTL = 86_400_000;
+
+/** What the baseline routes do by hand: claim with `SET NX PX`; `null` for a duplicate. */
+async function claimByHand(body: string): Promise<{ key: string; token: string } | null> {
+  const payload = JSON.parse(body) as { id: string };
+  const key = `hookgate:evt:${payload.id}`;
+  const token = randomUUID();
+  const set = await redis.set(key, 'p:' + token, 'PX', CLAIM_TTL, 'NX');
+  return set === null ? null : { key, token };
+}
+
+const doneByHand = (claim: { key: string; token: string }) =>
+  redis.set(claim.key, 'd:' + claim.token, 'PX', DONE_TTL);
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function expressApp(): Server {
+  const app = express();
+  app.post('/hookgate', expressHookgate({ gate, verify: false }), (_req, res) => {
+    res.status(200).json({ ok: true });
+  });
+  app.post('/baseline', async (req, res) => {
+    const claim = await claimByHand(await readBody(req));
+    if (claim === null) {
+      res.status(200).json({ status: 'duplicate' });
+      return;
+    }
+    res.status(200).json({ ok: true });
+    await doneByHand(claim);
+  });
+  return createServer(app);
+}
+
+function koaApp(): Server {
+  const app = new Koa();
+  const router = new Router();
+  router.post('/hookgate', koaHookgate({ gate, verify: false }), (ctx) => {
+    ctx.body = { ok: true };
+  });
+  router.post('/baseline', async (ctx) => {
+    const claim = await claimByHand(await readBody(ctx.req));
+    if (claim === null) {
+      ctx.body = { status: 'duplicate' };
+      return;
+    }
+    ctx.body = { ok: true };
+    await doneByHand(claim);
+  });
+  app.use(router.routes());
+  return createServer(app.callback());
+}
+
+function honoApp(): Server {
+  const app = new Hono();
+  app.post('/hookgate', honoHookgate({ gate, verify: false }), (c) => c.json({ ok: true }));
+  app.post('/baseline', async (c) => {
+    const claim = await claimByHand(await c.req.text());
+    if (claim === null) return c.json({ status: 'duplicate' });
+    await doneByHand(claim);
+    return c.json({ ok: true });
+  });
+  return serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }) as Server;
+}
+
+const server =
+  framework === 'express' ? expressApp() : framework === 'koa' ? koaApp() : honoApp();
+const listening = () => {
+  process.send?.({ port: (server.address() as AddressInfo).port });
+};
+if (server.listening) listening();
+else if (framework === 'hono') server.once('listening', listening);
+else server.listen(0, '127.0.0.1', listening);
+process.on('disconnect', () => {
+  server.close();
+  redis.disconnect();
+  process.exit(0);
+});

@@ -1,0 +1,113 @@
+/**
+ * Each binding against the same framework route written by hand with the baseline commands,
+ * loaded by autocannon on loopback. Every request carries a new event id, so every request
+ * is a claim, the handler and a done.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { RedisServer } from '@hookgate/redis-harness';
+import autocannon from 'autocannon';
+import type { Plan, Row, Stats } from './measure.js';
+
+const SERVER = fileURLToPath(new URL('./http-server.ts', import.meta.url));
+const CONNECTIONS = 32;
+
+async function startServer(
+  framework: string,
+  redisPort: number,
+): Promise<{ port: number; child: ChildProcess }> {
+  // fork() passes on this process's execArgv: tsx's loader and the @hookgate/source condition.
+  const child = fork(SERVER, [framework, String(redisPort)], { stdio: 'inherit' });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('message', (message) => resolve((message as { port: number }).port));
+    child.once('exit', (code) => reject(new Error(`${framework} server exited (${code})`)));
+  });
+  return { port, child };
+}
+
+let counter = 0;
+
+interface Acc {
+  requests: number;
+  seconds: number;
+  p50: number[];
+  p99: number[];
+  failed: number;
+}
+
+async function load(port: number, path: string, seconds: number, into: Acc): Promise<void> {
+  const result = await autocannon({
+    url: `http://127.0.0.1:${port}${path}`,
+    connections: CONNECTIONS,
+    duration: seconds,
+    requests: [
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        setupRequest: (request) => {
+          request.body = JSON.stringify({
+            id: `evt_${(counter++).toString(36)}`,
+            type: 'invoice.paid',
+            created: 1_700_000_000,
+            data: { object: { id: 'in_1', customer: 'cus_1', total: 4200, currency: 'eur' } },
+          });
+          return request;
+        },
+      },
+    ],
+  });
+  into.requests += result.requests.total;
+  into.seconds += result.duration;
+  into.p50.push(result.latency.p50);
+  into.p99.push(result.latency.p99);
+  into.failed += result.non2xx + result.errors + result.timeouts;
+}
+
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+function stats(acc: Acc): Stats {
+  return {
+    opsPerSec: acc.requests / acc.seconds,
+    p50: mean(acc.p50),
+    p99: mean(acc.p99),
+    ops: acc.requests,
+  };
+}
+
+export async function httpBench(redis: RedisServer, plan: Plan): Promise<Row[]> {
+  const rows: Row[] = [];
+  const seconds = Math.max(1, Math.round(plan.roundMs / 1000));
+  for (const framework of ['express', 'koa', 'hono']) {
+    await redis.command('FLUSHALL');
+    const { port, child } = await startServer(framework, redis.port);
+    try {
+      const fresh = (): Acc => ({ requests: 0, seconds: 0, p50: [], p99: [], failed: 0 });
+      const gated = fresh();
+      const base = fresh();
+      // Warm-up: JIT, connection pools, Redis script cache.
+      await load(port, '/hookgate', 1, fresh());
+      await load(port, '/baseline', 1, fresh());
+      for (let round = 0; round < plan.rounds; round++) {
+        const order: [string, Acc][] = [
+          ['/hookgate', gated],
+          ['/baseline', base],
+        ];
+        if (round % 2 === 1) order.reverse();
+        for (const [path, acc] of order) await load(port, path, seconds, acc);
+      }
+      const failed = gated.failed + base.failed;
+      rows.push({
+        section: 'HTTP',
+        name: `${framework}: hookgate() route, ${CONNECTIONS} connections`,
+        stats: stats(gated),
+        baseline: { name: 'same route by hand', stats: stats(base) },
+        target: { ratio: 0.9 },
+        ...(failed > 0 ? { note: `${failed} non-2xx or failed requests` } : {}),
+      });
+    } finally {
+      child.disconnect();
+      await new Promise((resolve) => child.once('exit', resolve));
+    }
+  }
+  return rows;
+}

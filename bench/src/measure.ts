@@ -1,0 +1,132 @@
+/**
+ * A small measuring harness. Every comparison runs its two sides in alternating rounds in one
+ * process, so that load from elsewhere on the machine (other test runs, other engineers) falls
+ * on both sides alike: the ratio is the figure to trust, the absolute rate is not.
+ */
+
+/** What one side of a comparison did. */
+export interface Stats {
+  /** Operations per second over all counted rounds. */
+  opsPerSec: number;
+  /** Latency percentiles of one operation, in ms. */
+  p50: number;
+  p99: number;
+  ops: number;
+}
+
+/** One row of the results table. */
+export interface Row {
+  section: string;
+  name: string;
+  stats: Stats;
+  baseline?: { name: string; stats: Stats };
+  /** The ratio the target asks for (candidate / baseline throughput), or an absolute rate. */
+  target?: { ratio: number } | { opsPerSec: number };
+  note?: string;
+}
+
+/** Latencies kept per side: enough for a stable p99 without growing without bound. */
+const MAX_SAMPLES = 1 << 20;
+
+class Recorder {
+  readonly samples = new Float64Array(MAX_SAMPLES);
+  count = 0;
+  ops = 0;
+  ms = 0;
+
+  add(latencyMs: number): void {
+    if (this.count < MAX_SAMPLES) this.samples[this.count++] = latencyMs;
+    this.ops++;
+  }
+
+  stats(): Stats {
+    const sorted = this.samples.subarray(0, this.count).sort();
+    const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+    return {
+      opsPerSec: this.ops / (this.ms / 1000),
+      p50: this.count ? at(0.5) : Number.NaN,
+      p99: this.count ? at(0.99) : Number.NaN,
+      ops: this.ops,
+    };
+  }
+}
+
+/** `concurrency` loops calling `op` back to back for `ms`, each call timed. */
+async function closedLoop(
+  op: () => Promise<unknown>,
+  concurrency: number,
+  ms: number,
+  into: Recorder,
+): Promise<void> {
+  const start = performance.now();
+  const end = start + ms;
+  const worker = async () => {
+    for (let t = performance.now(); t < end; ) {
+      await op();
+      const now = performance.now();
+      into.add(now - t);
+      t = now;
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  into.ms += performance.now() - start;
+}
+
+/**
+ * A synchronous `op` called in batches of at least ~50 µs each; a batch's time divided by its
+ * size is one latency sample (per-call latency is below the clock's useful resolution).
+ */
+function syncLoop(op: () => unknown, ms: number, into: Recorder): void {
+  let batch = 1;
+  const start = performance.now();
+  const end = start + ms;
+  for (let t = start; t < end; ) {
+    for (let i = 0; i < batch; i++) op();
+    const now = performance.now();
+    const each = (now - t) / batch;
+    if (now - t < 0.05 && batch < 1 << 16) batch *= 2;
+    if (into.count < MAX_SAMPLES) into.samples[into.count++] = each;
+    into.ops += batch;
+    t = now;
+  }
+  into.ms += performance.now() - start;
+}
+
+export interface Plan {
+  /** Counted rounds per side. */
+  rounds: number;
+  /** Length of one round, ms. */
+  roundMs: number;
+  /** Uncounted warm-up per side before the first round, ms. */
+  warmupMs: number;
+}
+
+type Side =
+  | { kind: 'async'; op: () => Promise<unknown>; concurrency: number }
+  | { kind: 'sync'; op: () => unknown };
+
+async function runRound(side: Side, ms: number, into: Recorder): Promise<void> {
+  if (side.kind === 'async') await closedLoop(side.op, side.concurrency, ms, into);
+  else syncLoop(side.op, ms, into);
+}
+
+/**
+ * Measure the sides in alternating rounds (ABBA order, so that neither side always goes first
+ * after the other warmed the caches or left garbage behind).
+ */
+export async function alternate(sides: Side[], plan: Plan): Promise<Stats[]> {
+  const recorders = sides.map(() => new Recorder());
+  for (const side of sides) await runRound(side, plan.warmupMs, new Recorder());
+  for (let round = 0; round < plan.rounds; round++) {
+    const order = round % 2 === 0 ? sides.map((_, i) => i) : sides.map((_, i) => i).reverse();
+    for (const i of order) await runRound(sides[i]!, plan.roundMs, recorders[i]!);
+  }
+  return recorders.map((r) => r.stats());
+}
+
+export const asyncSide = (op: () => Promise<unknown>, concurrency: number): Side => ({
+  kind: 'async',
+  op,
+  concurrency,
+});
+export const syncSide = (op: () => unknown): Side => ({ kind: 'sync', op });
