@@ -9,11 +9,12 @@ export default defineConfig({
   resolve: { conditions: ['@hookgate/source'] },
   ssr: { resolve: { conditions: ['@hookgate/source'], externalConditions: ['@hookgate/source'] } },
   test: {
-    projects: [...packages, 'examples'].map((name) => ({
+    // bench/ holds only the round-trip test; the benchmarks themselves run with `pnpm bench`.
+    projects: [...packages, 'examples', 'bench'].map((name) => ({
       extends: true,
       test: {
         name,
-        root: name === 'examples' ? './examples' : `./packages/${name}`,
+        root: name === 'examples' || name === 'bench' ? `./${name}` : `./packages/${name}`,
         include: ['test/**/*.test.ts'],
       },
     })),

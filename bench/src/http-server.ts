@@ -95,8 +95,7 @@ function honoApp(): Server {
   return serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }) as Server;
 }
 
-const server =
-  framework === 'express' ? expressApp() : framework === 'koa' ? koaApp() : honoApp();
+const server = framework === 'express' ? expressApp() : framework === 'koa' ? koaApp() : honoApp();
 const listening = () => {
   process.send?.({ port: (server.address() as AddressInfo).port });
 };

@@ -42,7 +42,8 @@ export function nodeRedisCommands(client: NodeRedisSet): RawCommands {
         expiration: { type: 'PX', value: ttlMs },
         condition: 'NX',
       })) !== null,
-    set: (key, value, ttlMs) => client.set(key, value, { expiration: { type: 'PX', value: ttlMs } }),
+    set: (key, value, ttlMs) =>
+      client.set(key, value, { expiration: { type: 'PX', value: ttlMs } }),
   };
 }
 
@@ -179,10 +180,7 @@ export async function redisBench(server: RedisServer, plan: Plan): Promise<Row[]
               ),
             64,
           ),
-          asyncSide(
-            () => baselineSequenced(c.raw, nextId(), `sub_${s++ % SUBJECTS}`, at++),
-            64,
-          ),
+          asyncSide(() => baselineSequenced(c.raw, nextId(), `sub_${s++ % SUBJECTS}`, at++), 64),
         ],
         plan,
       );
