@@ -1,0 +1,73 @@
+/**
+ * One worker process: its own ioredis client, its own pg pool, the receiver on a loopback
+ * port. Configured by environment; prints `{"port":…,"pid":…}` on stdout once listening.
+ *
+ *   HOOKGATE_REDIS        redis://127.0.0.1:<port>, or
+ *   HOOKGATE_CLUSTER      127.0.0.1:<port>,127.0.0.1:<port>,… (startup nodes of a cluster)
+ *   HOOKGATE_TABLE        the table handler runs are recorded in
+ *   HOOKGATE_NAMESPACE    the gate's namespace
+ *   HOOKGATE_SECRET       the signature secret
+ *   HOOKGATE_CLAIM_TTL_MS, HOOKGATE_TIMEOUT_MS, HOOKGATE_HEARTBEAT=1, HOOKGATE_SEQUENCE=1
+ *   HOOKGATE_WORKER       a name recorded with every run
+ */
+import type { AddressInfo } from 'node:net';
+import { Cluster, Redis } from 'ioredis';
+import pg from 'pg';
+import { createReceiver } from './receiver.js';
+
+const env = (name: string, fallback?: string): string => {
+  const value = process.env[name] ?? fallback;
+  if (value === undefined) throw new Error(`worker: ${name} is not set`);
+  return value;
+};
+
+const clusterNodes = process.env['HOOKGATE_CLUSTER'];
+const client = clusterNodes
+  ? new Cluster(
+      clusterNodes.split(',').map((node) => {
+        const [host, port] = node.split(':');
+        return { host: host!, port: Number(port) };
+      }),
+    )
+  : new Redis(env('HOOKGATE_REDIS'));
+
+const pool = new pg.Pool({
+  host: '127.0.0.1',
+  port: 5432,
+  user: 'postgres',
+  database: 'test',
+  max: 4,
+});
+
+const { app, stats } = createReceiver({
+  client,
+  db: pool,
+  table: env('HOOKGATE_TABLE'),
+  worker: env('HOOKGATE_WORKER', String(process.pid)),
+  namespace: env('HOOKGATE_NAMESPACE'),
+  secret: env('HOOKGATE_SECRET'),
+  claimTtlMs: Number(env('HOOKGATE_CLAIM_TTL_MS', '3000')),
+  timeoutMs: Number(env('HOOKGATE_TIMEOUT_MS', '500')),
+  heartbeat: process.env['HOOKGATE_HEARTBEAT'] === '1',
+  sequence: process.env['HOOKGATE_SEQUENCE'] === '1',
+});
+
+// The tests fail on any of these; the worker keeps running so that they can ask.
+process.on('unhandledRejection', (reason) => {
+  stats.unhandledRejections++;
+  console.error('unhandledRejection', reason);
+});
+client.on('error', () => {
+  stats.redisErrors++;
+});
+pool.on('error', () => {});
+
+const server = app.listen(0, '127.0.0.1', () => {
+  const { port } = server.address() as AddressInfo;
+  console.log(JSON.stringify({ port, pid: process.pid }));
+});
+
+// The test process holds our stdin: when it goes away, so do we (no orphan workers).
+process.stdin.on('end', () => process.exit(0));
+process.stdin.resume();
+process.on('SIGTERM', () => process.exit(0));
