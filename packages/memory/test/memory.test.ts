@@ -35,7 +35,9 @@ describe('MemoryStore', () => {
     const { store, tick } = clockedStore(3);
     for (const key of ['a', 'b', 'c']) expect(await store.claim(key, 't', 1000)).toBe('acquired');
     await expect(store.claim('d', 't', 1000)).rejects.toBeInstanceOf(StoreUnavailableError);
-    await expect(store.advance('w', 1, 'e', 1000, 'drop')).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(store.advance('w', 1, 'e', 1000, 'drop')).rejects.toBeInstanceOf(
+      StoreUnavailableError,
+    );
     expect(await store.claim('a', 't2', 1000)).toBe('processing');
     tick(1000);
     expect(await store.claim('d', 't', 1000)).toBe('acquired');
@@ -58,7 +60,9 @@ describe('MemoryStore', () => {
     expect(refused).toBe(1500);
     expect(store.size).toBe(500);
     // Events already seen are still recognised while the store is full.
-    expect((await gate.run({ payload: { id: 'flood-0' } }, () => processed++)).status).toBe('duplicate');
+    expect((await gate.run({ payload: { id: 'flood-0' } }, () => processed++)).status).toBe(
+      'duplicate',
+    );
   });
 
   it('sweep() and clear() drop records', async () => {
