@@ -18,6 +18,7 @@ import { type Script, scripts } from './scripts/index.js';
  * store never imports ioredis: any client of this shape will do.
  */
 export interface IoRedisClient {
+  /** `SET key value PX ms NX GET`: the claim. */
   set(
     key: string,
     value: string,
@@ -26,7 +27,9 @@ export interface IoRedisClient {
     nx: 'NX',
     get: 'GET',
   ): Promise<string | null>;
+  /** `EVALSHA sha 1 key ...args`: every other operation. */
   evalsha(sha1: string, numkeys: number, ...args: (string | number)[]): Promise<unknown>;
+  /** `EVAL script 1 key ...args`: only after the server answered `NOSCRIPT`. */
   eval(script: string, numkeys: number, ...args: (string | number)[]): Promise<unknown>;
 }
 

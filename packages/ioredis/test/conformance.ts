@@ -35,7 +35,7 @@ export function registerConformance(major: 5 | 6): void {
       // A client that can never connect: commands wait in its offline queue until the deadline.
       unavailable: async () =>
         new IoRedisStore(quiet(track(redis(await deadPort()))), { timeoutMs: 300 }),
-      unavailableWithinMs: 1_000,
+      unavailableWithinMs: 2_000,
     },
   );
 
@@ -60,7 +60,7 @@ export function registerConformance(major: 5 | 6): void {
           quiet(track(clusterClient([{ host: '127.0.0.1', port: await deadPort() }]))),
           { timeoutMs: 300 },
         ),
-      unavailableWithinMs: 1_000,
+      unavailableWithinMs: 2_000,
     },
   );
 }

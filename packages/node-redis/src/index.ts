@@ -15,14 +15,24 @@ import { type Script, scripts } from './scripts/index.js';
 
 /** The `SET` options a claim sends, spelled as node-redis 5 and 6 know them. */
 export interface NodeRedisSetOptions {
-  expiration: { type: 'PX'; value: number };
+  /** `PX <ms>`: the claim TTL. */
+  expiration: {
+    /** Milliseconds. */
+    type: 'PX';
+    /** The TTL. */
+    value: number;
+  };
+  /** `NX`: only when the key is absent. */
   condition: 'NX';
+  /** `GET`: answer the value found, which tells a loser `processing` from `done`. */
   GET: true;
 }
 
 /** Keys and arguments of a script call: strings only, as node-redis requires. */
 export interface NodeRedisEvalOptions {
+  /** The one key the script touches. */
   keys: string[];
+  /** The script's `ARGV`. */
   arguments: string[];
 }
 
@@ -31,8 +41,11 @@ export interface NodeRedisEvalOptions {
  * has them. The store never imports `redis`: any client of this shape will do.
  */
 export interface NodeRedisClient {
+  /** `SET key value PX ms NX GET`: the claim. */
   set(key: string, value: string, options: NodeRedisSetOptions): Promise<unknown>;
+  /** `EVALSHA sha 1 key ...args`: every other operation. */
   evalSha(sha1: string, options: NodeRedisEvalOptions): Promise<unknown>;
+  /** `EVAL script 1 key ...args`: only after the server answered `NOSCRIPT`. */
   eval(script: string, options: NodeRedisEvalOptions): Promise<unknown>;
 }
 

@@ -36,7 +36,7 @@ export function registerConformance(major: 5 | 6): void {
       // A client that never connects: commands wait in its offline queue until the deadline.
       unavailable: async () =>
         new NodeRedisStore(await client(await freePort(), { connect: false }), { timeoutMs: 300 }),
-      unavailableWithinMs: 1_000,
+      unavailableWithinMs: 2_000,
     },
   );
 
@@ -55,7 +55,7 @@ export function registerConformance(major: 5 | 6): void {
         closed.destroy();
         return new NodeRedisStore(closed, { timeoutMs: 300 });
       },
-      unavailableWithinMs: 1_000,
+      unavailableWithinMs: 2_000,
     },
   );
 }

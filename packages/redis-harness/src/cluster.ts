@@ -52,9 +52,8 @@ export class RedisCluster {
     return server;
   }
 
-  /** The topology as a running node sees it. */
-  async topology(): Promise<ClusterNode[]> {
-    const node = this.#anyRunning();
+  /** The topology as `node` (by default any running node) sees it. */
+  async topology(node: RedisServer = this.#anyRunning()): Promise<ClusterNode[]> {
     const text = String(await node.command('CLUSTER', 'NODES'));
     return text
       .trim()
@@ -98,19 +97,12 @@ export class RedisCluster {
     return this.server(owner.port);
   }
 
-  /** The replicas of `master`. */
-  async replicasOf(master: RedisServer): Promise<RedisServer[]> {
-    const nodes = await this.topology();
-    const id = nodes.find((node) => node.port === master.port)?.id;
-    return nodes
-      .filter((node) => node.role === 'replica' && node.masterId === id)
-      .map((node) => this.server(node.port));
-  }
-
   /**
    * Promote a replica of `master` and wait until the cluster is healthy again. `mode`:
    * `'graceful'` (`CLUSTER FAILOVER`, the master must be up; no acknowledged write is lost),
-   * `'force'` (without the master's agreement), `'takeover'` (without any vote).
+   * `'force'` (without the master's agreement), `'takeover'` (without any vote). A failover
+   * that has not happened after a few seconds (an election can time out on a busy machine) is
+   * asked for again, `'force'` and then `'takeover'`.
    * @default mode 'graceful' when the master runs, else 'takeover'
    * @returns the new master
    */
@@ -118,15 +110,30 @@ export class RedisCluster {
     master: RedisServer,
     mode: 'graceful' | 'force' | 'takeover' = master.state === 'running' ? 'graceful' : 'takeover',
   ): Promise<RedisServer> {
-    const replica = (await this.replicasOf(master)).find((node) => node.state === 'running');
-    if (replica === undefined) throw new Error(`redis-harness: ${master.port} has no live replica`);
-    await replica.command(
-      'CLUSTER',
-      'FAILOVER',
-      ...(mode === 'graceful' ? [] : [mode.toUpperCase()]),
+    const deadline = Date.now() + 30_000;
+    let replica: RedisServer | undefined;
+    while (replica === undefined) {
+      replica = (await this.replicasOf(master)).find((node) => node.state === 'running');
+      if (replica !== undefined) break;
+      if (Date.now() > deadline)
+        throw new Error(`redis-harness: ${master.port} has no live replica`);
+      await sleep(50);
+    }
+    const modes = (['graceful', 'force', 'takeover'] as const).slice(
+      ['graceful', 'force', 'takeover'].indexOf(mode),
     );
-    const deadline = Date.now() + 20_000;
+    let attempt = 0;
+    let askedAt = 0;
     for (;;) {
+      if (Date.now() - askedAt > 5_000) {
+        const current = modes[Math.min(attempt++, modes.length - 1)]!;
+        await replica.command(
+          'CLUSTER',
+          'FAILOVER',
+          ...(current === 'graceful' ? [] : [current.toUpperCase()]),
+        );
+        askedAt = Date.now();
+      }
       const role = (await replica.info('replication'))['role'];
       if (role === 'master') break;
       if (Date.now() > deadline) throw new Error(`redis-harness: failover of ${master.port} hung`);
@@ -134,6 +141,15 @@ export class RedisCluster {
     }
     await this.waitHealthy();
     return replica;
+  }
+
+  /** The replicas of `master`. */
+  async replicasOf(master: RedisServer): Promise<RedisServer[]> {
+    const nodes = await this.topology();
+    const id = nodes.find((node) => node.port === master.port)?.id;
+    return nodes
+      .filter((node) => node.role === 'replica' && node.masterId === id)
+      .map((node) => this.server(node.port));
   }
 
   /**
@@ -168,11 +184,23 @@ export class RedisCluster {
         if (master?.state === 'running') return false;
       }
     }
-    // Every slot must be served by a master that is up.
-    for (const node of await this.topology()) {
-      if (node.role === 'master' && node.slots.length > 0) {
-        if (this.server(node.port).state !== 'running' || node.failing) return false;
+    // Every slot must be served by a master that is up, and every running node must see the
+    // same roles (after a failover, the news that the old master is a replica now spreads).
+    let seen: string | undefined;
+    for (const node of this.nodes) {
+      if (node.state !== 'running') continue;
+      const topology = await this.topology(node);
+      for (const entry of topology) {
+        if (entry.role === 'master' && entry.slots.length > 0) {
+          if (this.server(entry.port).state !== 'running' || entry.failing) return false;
+        }
       }
+      const view = topology
+        .map((entry) => `${entry.port}:${entry.role}:${entry.masterId ?? '-'}:${entry.slots}`)
+        .sort()
+        .join(' ');
+      if (seen !== undefined && view !== seen) return false;
+      seen = view;
     }
     return true;
   }

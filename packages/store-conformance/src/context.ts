@@ -52,6 +52,13 @@ export const LONG = 60_000;
 export const SHORT = 100;
 /** Long enough after {@link SHORT} that the record has surely expired. */
 export const PAST_SHORT = 300;
+/**
+ * A TTL that must not run out between two consecutive operations, even on a busy CI machine,
+ * and still expires during the test.
+ */
+export const MEDIUM = 600;
+/** Long enough after {@link MEDIUM} that the record has surely expired. */
+export const PAST_MEDIUM = 900;
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 

@@ -50,6 +50,3 @@ export function claimStoreSuite(
     errorTests(ctx);
   });
 }
-
-/** @internal So the type is reachable from this module's declarations. */
-export type { ClaimStore };
