@@ -45,6 +45,11 @@ export interface ReceiverOptions {
   timeoutMs: number;
   heartbeat?: boolean;
   sequence?: boolean;
+  /**
+   * The control experiment: no gate at all, every delivery runs the handler (the storm must
+   * then find doubles, which shows that its check can fail).
+   */
+  naive?: boolean;
 }
 
 /** `x-signature`: hex HMAC-SHA256 of the exact body bytes. */
@@ -101,7 +106,17 @@ export function createReceiver(options: ReceiverOptions): { app: Express; stats:
   };
 
   const app = express();
-  app.post('/webhooks', hookgate({ gate, verify, retryAfter: 1 }), async (req, res) => {
+  const guard = options.naive
+    ? express.json({ verify: (req, _res, buf) => Object.assign(req, { rawBody: buf }) })
+    : hookgate({ gate, verify, retryAfter: 1 });
+  app.post('/webhooks', guard, async (req, res) => {
+    if (options.naive) {
+      req.webhook = {
+        key: `evt:${(req.body as GrantEvent).id}`,
+        source: 'event-id',
+        payload: req.body,
+      };
+    }
     const { webhook } = req as WebhookRequest<GrantEvent>;
     // Test controls ride in headers, so that every copy of an event has the same body.
     const hold = Number(req.headers['x-test-hold-ms']);

@@ -8,6 +8,7 @@
  *   HOOKGATE_NAMESPACE    the gate's namespace
  *   HOOKGATE_SECRET       the signature secret
  *   HOOKGATE_CLAIM_TTL_MS, HOOKGATE_TIMEOUT_MS, HOOKGATE_HEARTBEAT=1, HOOKGATE_SEQUENCE=1
+ *   HOOKGATE_NAIVE=1      no gate at all: the control experiment
  *   HOOKGATE_WORKER       a name recorded with every run
  */
 import type { AddressInfo } from 'node:net';
@@ -50,6 +51,7 @@ const { app, stats } = createReceiver({
   timeoutMs: Number(env('HOOKGATE_TIMEOUT_MS', '500')),
   heartbeat: process.env['HOOKGATE_HEARTBEAT'] === '1',
   sequence: process.env['HOOKGATE_SEQUENCE'] === '1',
+  naive: process.env['HOOKGATE_NAIVE'] === '1',
 });
 
 // The tests fail on any of these; the worker keeps running so that they can ask.

@@ -30,6 +30,8 @@ export interface WorkerEnv {
   timeoutMs?: number;
   heartbeat?: boolean;
   sequence?: boolean;
+  /** No gate: the control experiment. */
+  naive?: boolean;
 }
 
 export class Worker {
@@ -125,6 +127,7 @@ export function spawnWorker(env: WorkerEnv): Promise<Worker> {
       HOOKGATE_TIMEOUT_MS: String(env.timeoutMs ?? 500),
       HOOKGATE_HEARTBEAT: env.heartbeat ? '1' : '',
       HOOKGATE_SEQUENCE: env.sequence ? '1' : '',
+      HOOKGATE_NAIVE: env.naive ? '1' : '',
     },
   });
   let stderr = '';

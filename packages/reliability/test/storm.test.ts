@@ -17,6 +17,13 @@ import { seed, sleep, until } from '../src/util.js';
 import { spawnWorker, spawnWorkers, stopAll, type Worker, type WorkerEnv } from '../src/workers.js';
 
 const TIMEOUT_MS = 500;
+/**
+ * The storm workers' claim TTL: longer than a store outage plus the slowest handler, so that a
+ * done sent into the outage still finds its claim when the client re-sends it (see the limit
+ * tested below).
+ */
+const STORM_CLAIM_TTL_MS = 10_000;
+/** The worker-fault tests' claim TTL: short, so that an abandoned claim frees itself quickly. */
 const CLAIM_TTL_MS = 3_000;
 const SEED = seed();
 const rng = mulberry32(SEED);
@@ -41,7 +48,7 @@ beforeAll(async () => {
     table: ledger.table,
     namespace,
     secret,
-    claimTtlMs: CLAIM_TTL_MS,
+    claimTtlMs: STORM_CLAIM_TTL_MS,
     timeoutMs: TIMEOUT_MS,
   };
   workers = await spawnWorkers(4, env);
@@ -105,6 +112,26 @@ describe('exactly once under a redelivery storm', () => {
     expect(sum('done')).toBe(list.length);
     expect(sum('duplicate')).toBeGreaterThan(0);
     await expectHealthyWorkers();
+  });
+
+  it('control: the same storm against workers without the gate runs events more than once, and the check sees it', async () => {
+    const naive = await spawnWorkers(2, { ...env, naive: true }, 'naive');
+    extra.push(...naive);
+    const control = new Provider({ secret, rng, targets: () => naive.map((w) => w.url) });
+    const list = events('naive', 50);
+    const result = await storm(control, list, rng, { copies, concurrency: 16 });
+    const tally = await ledger.tally('evt:naive-', keysOf(list));
+    report('control-without-gate', {
+      processes: naive.length,
+      ...result,
+      duplicates: tally.duplicates,
+      lost: tally.lost,
+    });
+    expect(result.failed).toBe(0);
+    expect(tally.lost).toBe(0);
+    expect(tally.duplicates).toBe(result.deliveries - list.length);
+    expect(tally.duplicates).toBeGreaterThan(0);
+    await stopAll(naive);
   });
 });
 
@@ -218,6 +245,10 @@ describe('faults in the store', () => {
     expect(statusesOf(during).filter((s) => ![200, 409, 503].includes(s))).toEqual([]);
     expect(probeResults.every((r) => r.ok)).toBe(true);
     expectExactlyOnce(tally, result);
+    const stats = await Promise.all(workers.map((w) => w.stats()));
+    expect(stats.reduce((n, s) => n + (s.decisions['store-unavailable'] ?? 0), 0)).toBeGreaterThan(
+      0,
+    );
     await expectHealthyWorkers();
   });
 
@@ -248,19 +279,31 @@ describe('faults in the store', () => {
   });
 });
 
-describe('faults in the workers', () => {
+describe('faults in the workers (claimTtlMs 3 s)', () => {
+  let short: Worker[] = [];
+  let shortProvider: Provider;
+  beforeAll(async () => {
+    short = await spawnWorkers(3, { ...env, claimTtlMs: CLAIM_TTL_MS }, 's');
+    extra.push(...short);
+    shortProvider = new Provider({
+      secret,
+      rng,
+      targets: () => short.filter((w) => w.alive).map((w) => w.url),
+    });
+  });
+
   it('a worker SIGKILLed after its claim and before done: the claim expires and a retry processes the event', async () => {
     const [event] = events('crash', 1) as [GrantEvent];
-    const victim = workers[0]!;
-    const body = provider.body(event);
-    const held = provider.send(body, victim.url, { 'x-test-hold-ms': '30000' });
+    const victim = short[0]!;
+    const body = shortProvider.body(event);
+    const held = shortProvider.send(body, victim.url, { 'x-test-hold-ms': '30000' });
     await until('the victim holds the claim', async () =>
       String(await redis.command('GET', claimKey(event))).startsWith('p:'),
     );
     await victim.kill();
     const killedAt = performance.now();
     expect((await held).status).toBe(0); // the connection died with the worker
-    const result = await provider.deliver(body);
+    const result = await shortProvider.deliver(body);
     const processedAt = performance.now();
     const tally = await ledger.tally('evt:crash-', keysOf([event]));
     report('worker-sigkill', {
@@ -274,15 +317,15 @@ describe('faults in the workers', () => {
     expect(result.attempts.slice(0, -1).every((a) => a.status === 409)).toBe(true);
     expect(processedAt - killedAt).toBeGreaterThan(CLAIM_TTL_MS - 1_000);
     expectExactlyOnce(tally);
-    // Replace the dead worker for the tests that follow.
-    workers[0] = await spawnWorker({ ...env, name: 'w-0b' });
   });
 
   it('a handler that outlives its lease: a second worker processes; the first cannot mark done over the new claim', async () => {
     const [event] = events('lease-done', 1) as [GrantEvent];
-    const [slow, fast] = [workers[1]!, workers[2]!];
-    const body = provider.body(event);
-    const first = provider.send(body, slow.url, { 'x-test-hold-ms': String(CLAIM_TTL_MS + 1_500) });
+    const [slow, fast] = [short[1]!, short[2]!];
+    const body = shortProvider.body(event);
+    const first = shortProvider.send(body, slow.url, {
+      'x-test-hold-ms': String(CLAIM_TTL_MS + 1_500),
+    });
     await until('the slow worker claims', async () =>
       String(await redis.command('GET', claimKey(event))).startsWith('p:'),
     );
@@ -291,7 +334,7 @@ describe('faults in the workers', () => {
       'the claim expires',
       async () => (await redis.command('GET', claimKey(event))) === null,
     );
-    const second = provider.send(body, fast.url, { 'x-test-hold-ms': '2500' });
+    const second = shortProvider.send(body, fast.url, { 'x-test-hold-ms': '2500' });
     await until('the fast worker claims', async () =>
       String(await redis.command('GET', claimKey(event))).startsWith('p:'),
     );
@@ -307,7 +350,7 @@ describe('faults in the workers', () => {
       'the fast worker marks it done',
       async () => (await redis.command('GET', claimKey(event))) === `d:${fastToken}`,
     );
-    const late = await provider.send(body);
+    const late = await shortProvider.send(body);
     const runs = await ledger.runs('evt:lease-done-');
     report('lease-outlived', {
       claimTtlMs: CLAIM_TTL_MS,
@@ -321,9 +364,9 @@ describe('faults in the workers', () => {
 
   it('a handler that outlives its lease and then fails cannot delete the new claim: the event runs once', async () => {
     const [event] = events('lease-release', 1) as [GrantEvent];
-    const [slow, fast] = [workers[1]!, workers[2]!];
-    const body = provider.body(event);
-    const first = provider.send(body, slow.url, {
+    const [slow, fast] = [short[1]!, short[2]!];
+    const body = shortProvider.body(event);
+    const first = shortProvider.send(body, slow.url, {
       'x-test-hold-ms': String(CLAIM_TTL_MS + 1_000),
       'x-test-fail': '1',
     });
@@ -334,7 +377,7 @@ describe('faults in the workers', () => {
       'the claim expires',
       async () => (await redis.command('GET', claimKey(event))) === null,
     );
-    const second = provider.send(body, fast.url, { 'x-test-hold-ms': '2000' });
+    const second = shortProvider.send(body, fast.url, { 'x-test-hold-ms': '2000' });
     await until('the fast worker claims', async () =>
       String(await redis.command('GET', claimKey(event))).startsWith('p:'),
     );
@@ -351,25 +394,85 @@ describe('faults in the workers', () => {
   });
 
   it('with a heartbeat, a handler longer than claimTtlMs keeps its claim: concurrent copies get 409 and it runs once', async () => {
-    const beating = await spawnWorker({ ...env, name: 'heartbeat', heartbeat: true });
+    const beating = await spawnWorker({
+      ...env,
+      claimTtlMs: CLAIM_TTL_MS,
+      name: 'heartbeat',
+      heartbeat: true,
+    });
     extra.push(beating);
     const [event] = events('heartbeat', 1) as [GrantEvent];
-    const body = provider.body(event);
-    const first = provider.send(body, beating.url, { 'x-test-hold-ms': String(CLAIM_TTL_MS * 2) });
+    const body = shortProvider.body(event);
+    const first = shortProvider.send(body, beating.url, {
+      'x-test-hold-ms': String(CLAIM_TTL_MS * 2),
+    });
     await until('the worker claims', async () =>
       String(await redis.command('GET', claimKey(event))).startsWith('p:'),
     );
     const meanwhile: number[] = [];
     while (performance.now() && meanwhile.length < 10) {
-      meanwhile.push((await provider.send(body)).status);
+      meanwhile.push((await shortProvider.send(body)).status);
       await sleep(CLAIM_TTL_MS / 5);
     }
     expect((await first).status).toBe(200);
-    const late = await provider.deliver(body);
+    const late = await shortProvider.deliver(body);
     const tally = await ledger.tally('evt:heartbeat-', keysOf([event]));
     expect(meanwhile.filter((s) => s !== 409)).toEqual([]);
     expect(late.ok).toBe(true);
     expectExactlyOnce(tally);
     expect((await beating.stats()).leaseLost).toEqual([]);
+  });
+
+  /**
+   * The handler has committed its work and answered 2xx; its done goes out while Redis is down.
+   * ioredis keeps the command and re-sends it after reconnecting (the gate has long given up
+   * waiting on it): if the claim is still alive then, the done lands; if the outage outlasted
+   * the claim, the claim is gone and the next redelivery runs the event again.
+   */
+  async function outageBeforeDone(prefix: string, outageMs: (claimedAt: number) => number) {
+    const [event] = events(prefix, 1) as [GrantEvent];
+    const body = shortProvider.body(event);
+    const worker = short[1]!;
+    const first = shortProvider.send(body, worker.url, { 'x-test-hold-ms': '800' });
+    await until('the worker claims', async () =>
+      String(await redis.command('GET', claimKey(event))).startsWith('p:'),
+    );
+    const claimedAt = performance.now();
+    const token = String(await redis.command('GET', claimKey(event))).slice(2);
+    await redis.kill();
+    try {
+      expect((await first).status).toBe(200); // the work is committed, its done is in flight
+      const left = outageMs(claimedAt) - (performance.now() - claimedAt);
+      if (left > 0) await sleep(left);
+    } finally {
+      await redis.start();
+    }
+    const retried = await shortProvider.deliver(body);
+    expect(retried.ok).toBe(true);
+    return {
+      event,
+      token,
+      value: String(await redis.command('GET', claimKey(event))),
+      runs: (await ledger.runs(`evt:${prefix}-`)).get(`evt:${event.id}`),
+    };
+  }
+
+  it('Redis dies between a handler and its done, and is back within the claim TTL: the re-sent done lands and a redelivery is a duplicate', async () => {
+    const { token, value, runs } = await outageBeforeDone('resent', () => 1_200);
+    report('outage-before-done-short', { claimTtlMs: CLAIM_TTL_MS, outageMs: 1_200, runs });
+    expect(value).toBe(`d:${token}`);
+    expect(runs).toBe(1);
+  });
+
+  it('Redis dies between a handler and its done for longer than the claim TTL: the done is lost and a redelivery runs the event again (the documented limit)', async () => {
+    const { token, value, runs } = await outageBeforeDone('expired', () => CLAIM_TTL_MS + 500);
+    report('outage-before-done-long', {
+      claimTtlMs: CLAIM_TTL_MS,
+      outageMs: CLAIM_TTL_MS + 500,
+      runs,
+    });
+    expect(value).toMatch(/^d:/);
+    expect(value).not.toBe(`d:${token}`);
+    expect(runs).toBe(2);
   });
 });
