@@ -52,8 +52,13 @@ export function registerConformance(major: 5 | 6): void {
   }
 
   claimStoreSuite(
-    `IoRedisStore, ioredis ${major}, three-master cluster`,
-    stores(() => clusterClient(cluster.rootNodes, { enableAutoPipelining: major === 6 })),
+    `IoRedisStore, ioredis ${major}, three-master cluster with ${major === 6 ? 'auto-pipelining' : 'keyPrefix'}`,
+    stores(() =>
+      clusterClient(
+        cluster.rootNodes,
+        major === 6 ? { enableAutoPipelining: true } : { keyPrefix: 'tenant-b:' },
+      ),
+    ),
     {
       unavailable: async () =>
         new IoRedisStore(

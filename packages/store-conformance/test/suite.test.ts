@@ -1,0 +1,92 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { beforeAll, describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const fixtures = fileURLToPath(new URL('./fixtures/', import.meta.url));
+
+interface Result {
+  ancestorTitles: string[];
+  fullName: string;
+  status: string;
+}
+
+/** Failed test names per suite, from one run of the suite against the broken stores. */
+let failures: Map<string, string[]>;
+let passed: Map<string, number>;
+
+beforeAll(async () => {
+  const out = mkdtempSync(join(tmpdir(), 'hookgate-conformance-'));
+  const report = join(out, 'report.json');
+  try {
+    await run(
+      process.execPath,
+      [
+        join(dirname(fileURLToPath(import.meta.resolve('vitest/package.json'))), 'vitest.mjs'),
+        'run',
+        '--root',
+        fixtures,
+        '--config',
+        join(fixtures, 'vitest.config.ts'),
+        '--reporter=json',
+        `--outputFile=${report}`,
+      ],
+      { cwd: fixtures, timeout: 90_000 },
+    ).catch((error: { code?: number }) => {
+      // Exit code 1 is failing tests, which is the point; anything else is a crash.
+      if (error.code !== 1) throw error;
+    });
+    const results: Result[] = JSON.parse(readFileSync(report, 'utf8')).testResults.flatMap(
+      (file: { assertionResults: Result[] }) => file.assertionResults,
+    );
+    failures = new Map();
+    passed = new Map();
+    for (const { ancestorTitles, fullName, status } of results) {
+      const suite = ancestorTitles[0]!;
+      if (status === 'failed') failures.set(suite, [...(failures.get(suite) ?? []), fullName]);
+      else if (status === 'passed') passed.set(suite, (passed.get(suite) ?? 0) + 1);
+    }
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+}, 120_000);
+
+const failed = (suite: string) => (failures.get(suite) ?? []).join('\n');
+
+describe('the conformance suite', () => {
+  it('passes a correct store, errors included', () => {
+    expect(failed('correct')).toBe('');
+    expect(passed.get('correct')).toBeGreaterThan(40);
+  });
+
+  it('catches a release that does not check the owner', () => {
+    expect(failed('release without owner check')).toMatch(/ownership .*release by another token/);
+  });
+
+  it('catches a claim that is not atomic', () => {
+    expect(failed('claim as get-then-set')).toMatch(/claim .*exactly one of many concurrent/);
+  });
+
+  it('catches a claim that drops its TTL', () => {
+    expect(failed('claim without TTL')).toMatch(/ttl .*claim TTL passes/);
+  });
+
+  it('catches a done that is not idempotent for its owner', () => {
+    expect(failed('done not idempotent')).toMatch(/ownership .*done is idempotent/);
+  });
+
+  it("catches an advance that makes an event's retry stale to itself", () => {
+    expect(failed('advance without the retry rule')).toMatch(/watermark .*not stale to itself/);
+  });
+
+  it('catches a store that resolves with a guess when unreachable', () => {
+    const names = failed('guessing when unreachable');
+    for (const operation of ['claim', 'done', 'release', 'extend', 'advance']) {
+      expect(names).toMatch(new RegExp(`errors ${operation} on an unreachable store`));
+    }
+  });
+});
