@@ -32,7 +32,7 @@ export interface ProviderOptions {
   /** The receivers' URLs; each attempt goes to one picked at random. */
   targets: () => readonly string[];
   rng: () => number;
-  /** @default 16 */
+  /** @default 30 */
   maxAttempts?: number;
   /** Give up on a delivery after this long, in ms. @default 40_000 */
   maxTimeMs?: number;
@@ -58,7 +58,7 @@ export class Provider {
 
   constructor(options: ProviderOptions) {
     this.#options = {
-      maxAttempts: 16,
+      maxAttempts: 30,
       maxTimeMs: 40_000,
       backoffBaseMs: 40,
       backoffCapMs: 800,

@@ -22,7 +22,7 @@ const TIMEOUT_MS = 500;
  * done sent into the outage still finds its claim when the client re-sends it (see the limit
  * tested below).
  */
-const STORM_CLAIM_TTL_MS = 10_000;
+const STORM_CLAIM_TTL_MS = 6_000;
 /** The worker-fault tests' claim TTL: short, so that an abandoned claim frees itself quickly. */
 const CLAIM_TTL_MS = 3_000;
 const SEED = seed();
