@@ -1,5 +1,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,13 +37,62 @@ export type ServerState = 'running' | 'paused' | 'stopped' | 'disposed';
 const live = new Set<RedisServer>();
 let exitHookInstalled = false;
 
+const DIR_PREFIX = 'hookgate-redis-';
+const OWNER_FILE = 'harness.json';
+
 /** SIGKILL every server still running when the process exits (a failed test, a crash). */
 function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
+  reapOrphans();
   process.once('exit', () => {
     for (const server of live) server.killSync();
   });
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Servers left behind by a test process that was itself SIGKILLed (its exit hook never ran):
+ * each dir records its owner's pid; when the owner is gone, SIGKILL the server, but only if
+ * that pid is still a `redis-server` running in that very dir, and delete the dir.
+ */
+function reapOrphans(root = tmpdir()): void {
+  let names: string[];
+  try {
+    names = readdirSync(root).filter((name) => name.startsWith(DIR_PREFIX));
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const dir = join(root, name);
+    let record: { owner: number; pid: number };
+    try {
+      record = JSON.parse(readFileSync(join(dir, OWNER_FILE), 'utf8'));
+    } catch {
+      continue; // not ours, or still being set up
+    }
+    if (alive(record.owner)) continue;
+    try {
+      const { pid } = record;
+      if (
+        readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('redis-server') &&
+        readlinkSync(`/proc/${pid}/cwd`) === dir
+      ) {
+        process.kill(pid, 'SIGKILL');
+      }
+    } catch {
+      // already gone (or a zombie): nothing to kill
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** A port nobody listens on right now (the OS picks it), never 6379. */
@@ -77,7 +133,7 @@ export class RedisServer {
     assertOwnPort(port);
     this.port = port;
     this.busPort = busPort;
-    this.dir = mkdtempSync(join(options.tmpRoot ?? tmpdir(), 'hookgate-redis-'));
+    this.dir = mkdtempSync(join(options.tmpRoot ?? tmpdir(), DIR_PREFIX));
     const conf = [
       'bind 127.0.0.1',
       `port ${port}`,
@@ -130,6 +186,10 @@ export class RedisServer {
     this.#child = child;
     this.#state = 'running';
     live.add(this);
+    writeFileSync(
+      join(this.dir, OWNER_FILE),
+      JSON.stringify({ owner: process.pid, pid: child.pid }),
+    );
     this.#exited = new Promise((resolve) => {
       child.once('exit', () => {
         if (this.#child === child) {
