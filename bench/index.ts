@@ -31,7 +31,7 @@ const plans: Record<'micro' | 'redis' | 'http', Plan> = quick
     }
   : {
       micro: { rounds: 4, roundMs: 500, warmupMs: 300 },
-      redis: { rounds: 4, roundMs: 750, warmupMs: 300 },
+      redis: { rounds: 8, roundMs: 400, warmupMs: 300 },
       http: { rounds: 2, roundMs: 2000, warmupMs: 0 },
     };
 

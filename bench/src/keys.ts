@@ -69,6 +69,7 @@ export async function keysBench(plan: Plan): Promise<Row[]> {
     section: 'Key derivation',
     name: 'deriveKey by event id (providers.stripe)',
     stats: id!,
+    perCpu: true,
   });
 
   for (const [label, size] of [
@@ -88,6 +89,7 @@ export async function keysBench(plan: Plan): Promise<Row[]> {
       stats: digest!,
       baseline: { name: 'JSON.stringify + SHA-256', stats: base! },
       target: { ratio: 0.7 },
+      perCpu: true,
     });
   }
   return rows;

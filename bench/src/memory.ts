@@ -45,11 +45,13 @@ export async function memoryBench(plan: Plan): Promise<Row[]> {
       name: 'gate.run claim + done, steady state (~80k live records)',
       stats: steadyStats!,
       target: { opsPerSec: 500_000 },
+      perCpu: true,
     },
     {
       section: 'MemoryStore',
       name: `gate.run claim + done, nothing expires (grew to ${Math.round(growingStore.size / 1000)}k records)`,
       stats: growingStats!,
+      perCpu: true,
     },
   ];
 }
