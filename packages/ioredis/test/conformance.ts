@@ -5,7 +5,7 @@ import {
   startRedis,
 } from '@hookgate/redis-harness';
 import { claimStoreSuite } from '@hookgate/store-conformance';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, vi } from 'vitest';
 import { type IoRedisClient, IoRedisStore } from '../src/index.js';
 import { deadPort, disconnectAll, majors, quiet, roundRobin, track } from './clients.js';
 
@@ -18,6 +18,8 @@ function stores(make: () => IoRedisClient & { disconnect(): void }) {
 /** The conformance suite against one ioredis major: standalone (RESP2 and 3), prefixed, cluster. */
 export function registerConformance(major: 5 | 6): void {
   const { redis, cluster: clusterClient } = majors[major];
+  // The suite's TTL and error tests mostly wait: let them all wait at once.
+  vi.setConfig({ maxConcurrency: 20 });
   let server: RedisServer;
   let cluster: RedisCluster;
   beforeAll(async () => {

@@ -6,7 +6,7 @@ import {
   startRedis,
 } from '@hookgate/redis-harness';
 import { claimStoreSuite } from '@hookgate/store-conformance';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, vi } from 'vitest';
 import { NodeRedisStore } from '../src/index.js';
 import { destroyAll, majors, roundRobin, type TestClient } from './clients.js';
 
@@ -19,6 +19,8 @@ function stores(make: () => Promise<TestClient>) {
 /** The conformance suite against one node-redis major: standalone RESP2 and RESP3, cluster. */
 export function registerConformance(major: 5 | 6): void {
   const { client, cluster: clusterClient } = majors[major];
+  // The suite's TTL and error tests mostly wait: let them all wait at once.
+  vi.setConfig({ maxConcurrency: 20 });
   let server: RedisServer;
   let cluster: RedisCluster;
   beforeAll(async () => {
