@@ -121,6 +121,7 @@ describe('Redis Cluster failover', () => {
     });
     await outage;
     await master!.start(); // it rejoins as a replica of the promoted node
+    expect((await cluster.masters()).map((m) => m.port)).not.toContain(master!.port);
     const attempts = provider.attempts.slice(first);
     const tally = await ledger.tally(
       'evt:takeover-',

@@ -159,7 +159,9 @@ describe('faults in the store', () => {
     expect(killedAt).toBeGreaterThan(0);
     const during = provider.attempts.filter((a) => a.at > killedAt && a.at < restartedAt);
     const unavailable = during.filter((a) => a.status === 503);
-    const firstOk = provider.attempts.find((a) => a.at > restartedAt && a.status === 200);
+    const drainedMs = Math.round(performance.now() - restartedAt);
+    // Recovery: the first delivery sent after the restart that was processed or acknowledged.
+    const firstOk = provider.attempts.find((a) => a.at - a.ms > restartedAt && a.status === 200);
     const tally = await ledger.tally('evt:kill-', keysOf(list));
     // Every done record is on disk: a late redelivery of every event is a duplicate.
     const late = await Promise.all(list.map((event) => provider.send(provider.body(event))));
@@ -171,6 +173,7 @@ describe('faults in the store', () => {
       answersDuringOutage: during.length,
       slowest503Ms: Math.round(Math.max(0, ...unavailable.map((a) => a.ms))),
       recoverMs: firstOk ? Math.round(firstOk.at - restartedAt) : null,
+      drainedMs,
       lateRedeliveries: late.length,
       ...after,
     });
@@ -228,7 +231,8 @@ describe('faults in the store', () => {
     // The probes' own events are delivered too, now that the store answers.
     const probeResults = await Promise.all(probe.map((e) => provider.deliver(provider.body(e))));
     const during = provider.attempts.filter((a) => a.at > pausedAt && a.at < resumedAt);
-    const firstOk = provider.attempts.find((a) => a.at > resumedAt && a.status === 200);
+    const drainedMs = Math.round(performance.now() - resumedAt);
+    const firstOk = provider.attempts.find((a) => a.at - a.ms > resumedAt && a.status === 200);
     const tally = await ledger.tally('evt:pause', [...keysOf(list), ...keysOf(probe)]);
     report('redis-sigstop', {
       processes: workers.length,
@@ -238,6 +242,7 @@ describe('faults in the store', () => {
       timeoutMs: TIMEOUT_MS,
       answersDuringPause: during.length,
       recoverMs: firstOk ? Math.round(firstOk.at - resumedAt) : null,
+      drainedMs,
       ...tally,
     });
     expect(during.length).toBeGreaterThan(0);
