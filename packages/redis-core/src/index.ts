@@ -1,0 +1,171 @@
+/**
+ * The Redis side of hookgate's stores, written once for every client library: the Lua
+ * scripts, how replies map onto the `ClaimStore` contract, `EVALSHA` with its `EVAL` fallback,
+ * and the deadlines. `@hookgate/ioredis` and `@hookgate/node-redis` only say how their client
+ * sends three commands. Use one of those; this package is their common part.
+ *
+ * @packageDocumentation
+ * @module @hookgate/redis-core
+ */
+import {
+  type ClaimState,
+  type ClaimStore,
+  HookgateError,
+  StoreUnavailableError,
+} from '@hookgate/core';
+import { Deadlines } from './deadline.js';
+import { type Script, scripts } from './scripts/index.js';
+
+export { Deadlines } from './deadline.js';
+export { type Script, scripts } from './scripts/index.js';
+
+/**
+ * The three commands a Redis store sends, as one client library spells them. Each resolves with
+ * the server's reply or rejects with the client's error; none may retry on its own.
+ */
+export interface RedisCommands {
+  /** `SET key value PX ttlMs NX GET`: the value found (`null` when the key was absent). */
+  setNxGet(key: string, value: string, ttlMs: number): Promise<unknown>;
+  /** `EVALSHA sha 1 key ...args`. */
+  evalsha(sha: string, key: string, args: string[]): Promise<unknown>;
+  /** `EVAL lua 1 key ...args`: only after the server answered `NOSCRIPT`. */
+  eval(lua: string, key: string, args: string[]): Promise<unknown>;
+}
+
+/** Options every Redis store takes. */
+export interface RedisStoreOptions {
+  /**
+   * The deadline of every operation, in ms. An operation without an answer by then (a paused
+   * or unreachable server, a command waiting in the client's offline queue) rejects with
+   * `StoreUnavailableError`, at most a tenth of `timeoutMs` (and at most 200 ms) late. Keep it
+   * well under your provider's attempt timeout, so the gate answers 503 before the provider
+   * gives up on the attempt.
+   * @default 2000
+   */
+  timeoutMs?: number;
+}
+
+/**
+ * A {@link ClaimStore} in Redis, over any client that can send {@link RedisCommands}.
+ *
+ * A claim key holds `p:<token>` while processing and `d:<token>` when done; a watermark key
+ * holds `<at>:<eventKey>`. Every operation is one command on one key, so any Redis Cluster slot
+ * layout works: `claim` is `SET key p:<token> PX ttl NX GET` (Redis 7.0 or newer); `done`,
+ * `release`, `extend` and `advance` are Lua scripts run by `EVALSHA`, and by `EVAL` only when
+ * the server answers `NOSCRIPT` (after a restart, a failover or `SCRIPT FLUSH`).
+ *
+ * Every operation has a deadline (`timeoutMs`). A timeout or a client error rejects with
+ * `StoreUnavailableError`, its `cause` the underlying error. A timed-out command may still run
+ * on the server, so its outcome is unknown, never "not claimed".
+ */
+export class RedisStore implements ClaimStore {
+  readonly #name: string;
+  readonly #commands: RedisCommands;
+  readonly #deadlines: Deadlines;
+
+  /**
+   * @param name - the store's name in error messages, e.g. `'IoRedisStore'`
+   * @param commands - how the client sends the three commands
+   * @throws HookgateError `INVALID_OPTIONS` for a bad `timeoutMs`
+   */
+  constructor(name: string, commands: RedisCommands, options: RedisStoreOptions = {}) {
+    const { timeoutMs = 2000 } = options;
+    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > 2_147_483_647) {
+      throw new HookgateError(
+        'INVALID_OPTIONS',
+        `${name}: option \`timeoutMs\` must be a positive number of milliseconds`,
+      );
+    }
+    this.#name = name;
+    this.#commands = commands;
+    this.#deadlines = new Deadlines(timeoutMs);
+  }
+
+  async claim(key: string, token: string, ttlMs: number): Promise<ClaimState> {
+    const owned = 'p:' + token;
+    let previous: unknown;
+    try {
+      previous = await this.#deadlines.guard(this.#commands.setNxGet(key, owned, ttlMs));
+    } catch (error) {
+      throw this.#unavailable('claim', error);
+    }
+    if (previous === null) return 'acquired';
+    // A string, or a Buffer under a client's type mapping.
+    const value = String(previous);
+    // Our own value: the client re-sent the SET after a reconnect, and the first one had landed.
+    if (value === owned) return 'acquired';
+    if (value.startsWith('d:')) return 'done';
+    if (value.startsWith('p:')) return 'processing';
+    throw new StoreUnavailableError(
+      `${this.#name}: claim key ${key} holds a value hookgate did not write`,
+      {
+        cause: new Error(`unexpected value ${JSON.stringify(value.slice(0, 50))}`),
+      },
+    );
+  }
+
+  async done(key: string, token: string, ttlMs: number): Promise<boolean> {
+    return this.#run('done', scripts.done, key, [token, String(ttlMs)]);
+  }
+
+  async release(key: string, token: string): Promise<boolean> {
+    return this.#run('release', scripts.release, key, [token]);
+  }
+
+  async extend(key: string, token: string, ttlMs: number): Promise<boolean> {
+    return this.#run('extend', scripts.extend, key, [token, String(ttlMs)]);
+  }
+
+  async advance(
+    key: string,
+    at: number,
+    eventKey: string,
+    ttlMs: number,
+    ties: 'drop' | 'apply',
+  ): Promise<boolean> {
+    return this.#run('advance', scripts.advance, key, [String(at), eventKey, String(ttlMs), ties]);
+  }
+
+  async #run(operation: string, script: Script, key: string, args: string[]): Promise<boolean> {
+    let reply: unknown;
+    try {
+      reply = await this.#deadlines.guard(this.#evaluate(script, key, args));
+    } catch (error) {
+      throw this.#unavailable(operation, error);
+    }
+    // A number, or a string under a client's type mapping.
+    if (reply === 1 || reply === '1') return true;
+    if (reply === 0 || reply === '0') return false;
+    throw new StoreUnavailableError(`${this.#name}: ${operation} got an unexpected reply`, {
+      cause: new Error(`expected 0 or 1, got ${JSON.stringify(reply)}`),
+    });
+  }
+
+  /** `EVALSHA`, and `EVAL` (which caches the script again) only when the server lost it. */
+  async #evaluate(script: Script, key: string, args: string[]): Promise<unknown> {
+    try {
+      return await this.#commands.evalsha(script.sha, key, args);
+    } catch (error) {
+      if (!isNoScript(error)) throw error;
+      return this.#commands.eval(script.lua, key, args);
+    }
+  }
+
+  #unavailable(operation: string, error: unknown): StoreUnavailableError {
+    if (error instanceof DOMException && error.name === 'TimeoutError') {
+      return new StoreUnavailableError(
+        `${this.#name}: ${operation} got no answer within ${this.#deadlines.timeoutMs} ms; ` +
+          'Redis may still apply it, so its outcome is unknown',
+        { cause: error },
+      );
+    }
+    const detail = error instanceof Error ? error.message : String(error);
+    return new StoreUnavailableError(`${this.#name}: ${operation} failed: ${detail}`, {
+      cause: error,
+    });
+  }
+}
+
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}
