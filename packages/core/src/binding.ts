@@ -136,13 +136,19 @@ async function verified<TBody, THeaders>(
 
 /**
  * For binding authors: settle a claim from the handler's outcome — done on a 2xx, otherwise
- * `fail` (release or retain, per `onFailure`). Never rejects: a lost lease or a store failure
- * here has already been reported through the gate's `onDecision`.
+ * `fail` (release or retain, per `onFailure`). A `done` that meets a store failure is tried once
+ * more, as `gate.run` does: the provider already has its 2xx, so an unrecorded done would let a
+ * redelivery run the event again once the claim expires. Never rejects: a lost lease or a store
+ * failure here has already been reported through the gate's `onDecision`.
  */
-export function settle(claim: Claim, status: number, error?: unknown): Promise<void> {
-  const ok = error === undefined && status >= 200 && status < 300;
-  const settlement = ok
-    ? claim.done()
-    : claim.fail(error ?? new Error(`handler answered ${status}`));
-  return settlement.catch(() => {});
+export async function settle(claim: Claim, status: number, error?: unknown): Promise<void> {
+  if (error !== undefined || status < 200 || status >= 300) {
+    await claim.fail(error ?? new Error(`handler answered ${status}`)).catch(() => {});
+    return;
+  }
+  try {
+    await claim.done();
+  } catch (failure) {
+    if (failure instanceof StoreUnavailableError) await claim.done().catch(() => {});
+  }
 }

@@ -36,7 +36,9 @@ export interface ClaimStore {
   /**
    * Atomically create a `processing` record owned by `token` with a TTL of `ttlMs`, if and only
    * if `key` has no live record (Redis: `SET key p:<token> NX PX ttlMs`). Of any number of
-   * concurrent callers, exactly one gets `acquired`.
+   * concurrent callers, exactly one gets `acquired`. A `processing` record already owned by
+   * `token` also counts as `acquired` and is left as it is: a client may re-send a claim whose
+   * reply was lost to a reconnect.
    * @returns `acquired` when the record was created; otherwise the state of the live record,
    * which is left untouched.
    */

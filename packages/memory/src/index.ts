@@ -67,8 +67,10 @@ export class MemoryStore implements ClaimStore {
   async claim(key: string, token: string, ttlMs: number): Promise<ClaimState> {
     const now = this.#now();
     const entry = this.#live(key, now);
-    if (entry !== undefined)
+    if (entry !== undefined) {
+      if (entry.value === 'p:' + token) return 'acquired'; // a re-sent claim, per the contract
       return entry.value.charCodeAt(0) === 100 /* d */ ? 'done' : 'processing';
+    }
     this.#insert(key, 'p:' + token, now + ttlMs, now);
     return 'acquired';
   }

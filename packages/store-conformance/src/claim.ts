@@ -39,6 +39,19 @@ export function claimTests(ctx: SuiteContext): void {
       expect(await store.claim(key, ctx.token(), LONG)).toBe('done');
     });
 
+    it('acquires again for the same token: a claim re-sent after a lost reply', async ({
+      expect,
+    }) => {
+      const store = await ctx.store();
+      const key = ctx.key();
+      const token = ctx.token();
+      expect(await store.claim(key, token, LONG)).toBe('acquired');
+      expect(await store.claim(key, token, LONG)).toBe('acquired');
+      expect(await store.claim(key, ctx.token(), LONG)).toBe('processing');
+      expect(await store.done(key, token, LONG)).toBe(true);
+      expect(await store.claim(key, token, LONG)).toBe('done');
+    });
+
     it('keeps different keys independent', async ({ expect }) => {
       const store = await ctx.store();
       const token = ctx.token();

@@ -1,0 +1,82 @@
+import { describe, expect, it } from 'vitest';
+import { MemoryStore } from '../../memory/src/index.js';
+import { admit, bindingOptions, createGate, settle } from '../src/index.js';
+
+const body = (json: unknown) => new TextEncoder().encode(JSON.stringify(json));
+
+function setup(verify: ((raw: Uint8Array) => boolean) | false = false) {
+  const store = new MemoryStore();
+  const gate = createGate({ store, eventId: 'id' });
+  return { store, gate, options: bindingOptions('test', { gate, verify }) };
+}
+
+describe('admit and settle, the part every binding shares', () => {
+  it('answers the table: 401, 400, 200 duplicate, 409 in flight, 503', async () => {
+    const refused = setup(() => false);
+    expect((await admit(refused.options, body({ id: 'a' }), {})).answer).toEqual({
+      status: 401,
+      body: { status: 'unauthorized' },
+      headers: {},
+    });
+    expect(refused.store.size).toBe(0);
+
+    const { gate, store, options } = setup();
+    expect((await admit(options, new TextEncoder().encode('{'), {})).answer).toMatchObject({
+      status: 400,
+      body: { status: 'invalid', reason: 'not-json' },
+    });
+    const first = await admit(options, body({ id: 'a' }), {});
+    expect(first.claim?.acquired).toBe(true);
+    expect((await admit(options, body({ id: 'a' }), {})).answer).toEqual({
+      status: 409,
+      body: { status: 'in-flight' },
+      headers: { 'Retry-After': '10' },
+    });
+    await settle(first.claim!, 204);
+    expect((await admit(options, body({ id: 'a' }), {})).answer).toMatchObject({
+      status: 200,
+      body: { status: 'duplicate' },
+    });
+
+    store.claim = () => Promise.reject(new Error('down'));
+    expect((await admit(options, body({ id: 'b' }), {})).answer).toMatchObject({ status: 503 });
+    expect(gate.namespace).toBe('hookgate');
+  });
+
+  it("acknowledges in-flight deliveries with inFlight: 'ack'", async () => {
+    const { gate } = setup();
+    const options = bindingOptions('test', { gate, verify: false, inFlight: 'ack' });
+    await admit(options, body({ id: 'a' }), {});
+    expect((await admit(options, body({ id: 'a' }), {})).answer).toMatchObject({
+      status: 200,
+      body: { status: 'in-flight' },
+    });
+  });
+
+  it('releases on a non-2xx answer, so the retry runs', async () => {
+    const { options } = setup();
+    const { claim } = await admit(options, body({ id: 'a' }), {});
+    await settle(claim!, 500);
+    expect((await admit(options, body({ id: 'a' }), {})).claim?.acquired).toBe(true);
+  });
+
+  it('tries a done that met a store failure once more, since the provider has its 2xx', async () => {
+    const { store, options } = setup();
+    const realDone = store.done.bind(store);
+    let failures = 1;
+    store.done = (...args) =>
+      failures-- > 0 ? Promise.reject(new Error('blip')) : realDone(...args);
+    const { claim } = await admit(options, body({ id: 'a' }), {});
+    await settle(claim!, 200);
+    expect((await admit(options, body({ id: 'a' }), {})).answer?.body.status).toBe('duplicate');
+  });
+
+  it('refuses bad options when the middleware is built, naming them', () => {
+    const { gate } = setup();
+    expect(() => bindingOptions('hookgate/x', { gate } as never)).toThrow(/`verify` is required/);
+    expect(() => bindingOptions('hookgate/x', { gate, verify: false, limit: 0 })).toThrow(
+      /`limit`/,
+    );
+    expect(() => bindingOptions('hookgate/x', { verify: false } as never)).toThrow(/`gate`/);
+  });
+});
