@@ -1,4 +1,4 @@
-import { httpBindingSuite, listen, type ServerSetup } from '@hookgate/http-conformance';
+import { httpBindingSuite, listen, onRedis, type ServerSetup } from '@hookgate/http-conformance';
 import type { ErrorRequestHandler } from 'express';
 import express4 from 'express4';
 import express5 from 'express5';
@@ -27,3 +27,4 @@ function server(express: typeof express5) {
 
 httpBindingSuite('express 4', server(express4));
 httpBindingSuite('express 5', server(express5));
+httpBindingSuite('express 5 on ioredis', server(express5), { store: onRedis() });

@@ -1,6 +1,6 @@
 import { getRequestListener } from '@hono/node-server';
 import { createGate } from '@hookgate/core';
-import { httpBindingSuite, listen, type ServerSetup } from '@hookgate/http-conformance';
+import { httpBindingSuite, listen, onRedis, type ServerSetup } from '@hookgate/http-conformance';
 import { MemoryStore } from '@hookgate/memory';
 import { Hono, type MiddlewareHandler } from 'hono';
 import { describe, expect, it } from 'vitest';
@@ -34,6 +34,12 @@ function app({ options, handle, onError, bodyParser }: ServerSetup): Hono {
 
 httpBindingSuite('hono on @hono/node-server', (setup) =>
   listen(getRequestListener(app(setup).fetch)),
+);
+
+httpBindingSuite(
+  'hono on @hono/node-server, on ioredis',
+  (setup) => listen(getRequestListener(app(setup).fetch)),
+  { store: onRedis() },
 );
 
 httpBindingSuite(

@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import { createServer, type RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
@@ -90,9 +90,12 @@ export function header(headers: HeaderBag, name: string): string | undefined {
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** A ClaimStore over a MemoryStore whose operations can be made to fail, one by one. */
+/** A ClaimStore over a real store (a MemoryStore by default) whose operations can be made to fail, one by one. */
 export class SwitchableStore implements ClaimStore {
-  readonly inner = new MemoryStore();
+  readonly inner: ClaimStore;
+  constructor(inner: ClaimStore = new MemoryStore()) {
+    this.inner = inner;
+  }
   /** Operations that throw `error` instead of reaching the store. */
   readonly down = new Set<keyof ClaimStore>();
   error: unknown = new Error('connect ECONNREFUSED 10.0.0.7:6379 (secret-host)');
@@ -127,7 +130,7 @@ export interface Scenario {
 
 /** One test's server, gate and the record of what happened. */
 export class Harness {
-  readonly store = new SwitchableStore();
+  readonly store: SwitchableStore;
   readonly decisions: DecisionEvent[] = [];
   /** Every event the route handler was called with. */
   readonly handled: WebhookEvent[] = [];
@@ -140,8 +143,16 @@ export class Harness {
   });
   server!: TestServer;
 
-  static async start(makeServer: MakeServer, scenario: Scenario = {}): Promise<Harness> {
-    const harness = new Harness();
+  constructor(store: ClaimStore = new MemoryStore()) {
+    this.store = new SwitchableStore(store);
+  }
+
+  static async start(
+    makeServer: MakeServer,
+    scenario: Scenario = {},
+    store?: ClaimStore,
+  ): Promise<Harness> {
+    const harness = new Harness(store);
     harness.server = await makeServer(harness.setup(scenario));
     return harness;
   }
@@ -149,6 +160,8 @@ export class Harness {
   setup(scenario: Scenario): ServerSetup {
     const gate = createGate({
       store: this.store,
+      // Each test gets its own keys, so a shared store (one Redis for the file) keeps them apart.
+      namespace: `http-${randomUUID()}`,
       eventId: 'id',
       onDecision: (event) => this.decisions.push(event),
       ...scenario.gate,

@@ -8,6 +8,7 @@
  *
  * @packageDocumentation
  */
+import type { ClaimStore } from '@hookgate/core';
 import { afterEach, describe } from 'vitest';
 import { answers } from './answers.js';
 import { body } from './body.js';
@@ -25,6 +26,7 @@ export {
   sign,
   type TestServer,
 } from './harness.js';
+export { onRedis } from './redis.js';
 
 /** How the suite reaches the binding. */
 export interface SuiteOptions {
@@ -34,6 +36,12 @@ export interface SuiteOptions {
    * @default true
    */
   network?: boolean;
+  /**
+   * The store under each test's gate, made fresh per test (each test also gets its own
+   * namespace, so one Redis can serve the whole file).
+   * @default a new MemoryStore
+   */
+  store?: () => ClaimStore | Promise<ClaimStore>;
 }
 
 /** What each part of the suite is given. */
@@ -57,7 +65,7 @@ export function httpBindingSuite(
     });
     const context: SuiteContext = {
       async start(scenario) {
-        const harness = await Harness.start(makeServer, scenario);
+        const harness = await Harness.start(makeServer, scenario, await options.store?.());
         running.push(harness);
         return harness;
       },

@@ -1,5 +1,5 @@
 import { createGate } from '@hookgate/core';
-import { httpBindingSuite, listen, type ServerSetup } from '@hookgate/http-conformance';
+import { httpBindingSuite, listen, onRedis, type ServerSetup } from '@hookgate/http-conformance';
 import { MemoryStore } from '@hookgate/memory';
 import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
@@ -48,6 +48,7 @@ httpBindingSuite('koa 2', server(Koa2, 'app'));
 httpBindingSuite('koa 3', server(Koa3, 'app'));
 httpBindingSuite('koa 2 with @koa/router', server(Koa2, 'router'));
 httpBindingSuite('koa 3 with @koa/router', server(Koa3, 'router'));
+httpBindingSuite('koa 3 with @koa/router on ioredis', server(Koa3, 'router'), { store: onRedis() });
 
 describe('@koa/bodyparser in front', () => {
   it('leaves a type it does not parse unread, and hookgate() still reads the raw bytes', async () => {
