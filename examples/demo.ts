@@ -38,7 +38,9 @@ const gate = createGate<GrantEvent>({
   store,
   provider: providers.grantPortal,
   namespace: `demo-${randomUUID().slice(0, 8)}`,
-  sequence: true,
+  // Short-lived records, so a run against your Redis leaves nothing behind for long.
+  doneTtlMs: 10 * 60_000,
+  sequence: { ttlMs: 10 * 60_000 },
   onDecision: printDecision,
 });
 

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { type RedisServer, startRedis } from '@hookgate/redis-harness';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const tsx = `${root}node_modules/.bin/tsx`;
@@ -28,5 +29,25 @@ describe('pnpm demo', () => {
     expect(stdout).toContain('every event applied exactly once');
     expect(stdout).not.toContain('BAD');
     expect(code).toBe(0);
+  });
+
+  describe('with REDIS_URL', () => {
+    let redis: RedisServer;
+    beforeAll(async () => {
+      redis = await startRedis();
+    });
+    afterAll(() => redis?.dispose());
+
+    it('runs the same storm on Redis, every event applied exactly once', async () => {
+      const { code, stdout } = await runDemo({ REDIS_URL: `redis://127.0.0.1:${redis.port}` });
+      expect(stdout).toContain(`Redis at redis://127.0.0.1:${redis.port}`);
+      expect(stdout).toMatch(/ok {2}evt-2 {3}deliveries {2}5 .* applied 1/);
+      expect(stdout).toMatch(/ok {2}evt-5 .*500→200.* applied 1/);
+      expect(stdout).toContain('every event applied exactly once');
+      expect(code).toBe(0);
+      // The demo's records are in this server, under its namespace.
+      const keys = String(await redis.command('KEYS', 'demo-*'));
+      expect(keys).toContain(':evt:evt-1');
+    });
   });
 });
