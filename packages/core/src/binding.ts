@@ -38,15 +38,30 @@ export interface Answer {
   /** The status code. */
   status: number;
   /** A small JSON body: `{ status }`, plus the `reason` of an invalid delivery. */
-  body: { status: string; reason?: string };
+  body: {
+    /** `unauthorized`, `invalid`, `duplicate`, `stale`, `in-flight`, `unavailable` or `too-large`. */
+    status: string;
+    /** For `invalid`: the `InvalidDeliveryError` reason. */
+    reason?: string;
+  };
   /** Headers to set (`Retry-After` on 409 and 503). */
   headers: Record<string, string>;
 }
 
 /** What {@link admit} decided: answer the request now, or run the handler under `claim`. */
 export type Admission<TPayload> =
-  | { answer: Answer; claim?: never }
-  | { answer?: never; claim: Claim<TPayload> };
+  | {
+      /** Answer the request with this; the handler does not run. */
+      answer: Answer;
+      /** Absent when there is an answer. */
+      claim?: never;
+    }
+  | {
+      /** Absent when there is a claim. */
+      answer?: never;
+      /** The claim the handler runs under; settle it with {@link settle}. */
+      claim: Claim<TPayload>;
+    };
 
 /** A binding's options, checked and with their defaults. */
 export type ResolvedBindingOptions<TPayload, TBody, THeaders> = Required<

@@ -27,7 +27,10 @@ declare global {
 }
 
 /** A request on a route guarded by `hookgate()`: `req.webhook` is set, with a typed payload. */
-export type WebhookRequest<TPayload = unknown> = Request & { webhook: WebhookEvent<TPayload> };
+export type WebhookRequest<TPayload = unknown> = Request & {
+  /** The webhook event: key, source, parsed payload, subject and event time when known. */
+  webhook: WebhookEvent<TPayload>;
+};
 
 /** Checks a delivery's signature over the exact body bytes; `true` accepts. */
 export type Verify = CoreVerify<Buffer, IncomingHttpHeaders>;

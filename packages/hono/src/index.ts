@@ -24,8 +24,15 @@ declare module 'hono' {
   }
 }
 
+/** The Hono environment `hookgate()` adds to a route. */
+export interface WebhookEnv<TPayload = unknown> {
+  /** `c.get('webhook')`. */
+  Variables: WebhookVariables<TPayload>;
+}
+
 /** The variables `hookgate()` sets: `c.get('webhook')`, the event with a typed payload. */
 export interface WebhookVariables<TPayload = unknown> {
+  /** The webhook event: key, source, parsed payload, subject and event time when known. */
   webhook: WebhookEvent<TPayload>;
 }
 
@@ -47,7 +54,7 @@ export type HookgateOptions<TPayload = unknown> = BindingOptions<TPayload, Uint8
  */
 export function hookgate<TPayload = unknown>(
   options: HookgateOptions<TPayload>,
-): MiddlewareHandler<{ Variables: WebhookVariables<TPayload> }> {
+): MiddlewareHandler<WebhookEnv<TPayload>> {
   const resolved = bindingOptions('hookgate/hono', options);
 
   return async function hookgateMiddleware(c, next) {

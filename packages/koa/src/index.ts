@@ -18,6 +18,7 @@ import type { Context, Middleware } from 'koa';
 
 /** The state `hookgate()` adds: `ctx.state.webhook`, the event with a typed payload. */
 export interface WebhookState<TPayload = unknown> {
+  /** The webhook event: key, source, parsed payload, subject and event time when known. */
   webhook: WebhookEvent<TPayload>;
 }
 
