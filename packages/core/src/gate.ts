@@ -300,35 +300,54 @@ class GateImpl<TPayload> implements Gate<TPayload> {
     delivery: Delivery,
     handler: Handler<TPayload, TResult>,
   ): Promise<Outcome<Awaited<TResult>>> {
-    const claim = await this.claim(delivery);
-    if (!claim.acquired) return { status: claim.status as 'duplicate', key: claim.key };
+    // A heartbeat needs the handle's timer; otherwise the claim is settled here directly, without
+    // building the public handle (and its promise hops) for each delivery.
+    if (this.config.heartbeatMs > 0)
+      return runClaimed(await this.claim(delivery), delivery, handler);
+    const prepared = this.prepare(delivery);
+    const token = randomUUID();
+    const status = await this.acquire(prepared, token);
+    const { event } = prepared;
+    if (status !== 'acquired') return { status, key: event.key };
+    const started = this.config.onDecision === undefined ? 0 : Date.now();
     let result: Awaited<TResult>;
     try {
-      result = await handler(claim.event, delivery);
+      result = await handler(event, delivery);
     } catch (error) {
+      const decision = this.config.retain ? 'retained' : 'released';
       try {
-        await claim.fail(error);
+        if (!(await this.settle(prepared, token, decision, started, error))) {
+          this.lost(prepared, decision === 'released' ? 'release' : 'done');
+        }
       } catch {
         // Reported through onDecision; the handler's error is the one the caller needs.
       }
       throw error;
     }
     try {
-      await claim.done();
+      if (!(await this.settle(prepared, token, 'done', started))) throw this.lost(prepared, 'done');
     } catch (error) {
       if (!(error instanceof StoreUnavailableError)) throw error;
       // The work is done and only its bookkeeping failed: answering 5xx would make the provider
       // redeliver into a second run once the claim expires. Retry once (done is idempotent for
       // its owner); either way the failure has been reported through onDecision.
-      await claim.done().catch(() => {});
+      await this.settle(prepared, token, 'done', started).then(
+        (owned) => void (owned || this.lost(prepared, 'done')),
+        () => {},
+      );
     }
-    return { status: 'processed', key: claim.key, result };
+    return { status: 'processed', key: event.key, result };
   }
 
   async claim(delivery: Delivery): Promise<Claim<TPayload>> {
-    const { store, claimTtlMs } = this.config;
     const prepared = this.prepare(delivery);
     const token = randomUUID();
+    return new ClaimHandle(this, prepared, token, await this.acquire(prepared, token));
+  }
+
+  /** Claim a prepared delivery with `token` and apply the sequence guard; reports the decision. */
+  private async acquire(prepared: Prepared<TPayload>, token: string): Promise<Claim['status']> {
+    const { store, claimTtlMs } = this.config;
     let state: Awaited<ReturnType<ClaimStore['claim']>>;
     try {
       state = await store.claim(prepared.storeKey, token, claimTtlMs);
@@ -338,14 +357,51 @@ class GateImpl<TPayload> implements Gate<TPayload> {
     if (state !== 'acquired') {
       const status = state === 'done' ? 'duplicate' : 'in-flight';
       this.report(status, prepared.event);
-      return new ClaimHandle(this, prepared, token, status);
+      return status;
     }
     if (prepared.seqKey !== undefined && !(await this.advance(prepared, token))) {
       this.report('stale', prepared.event);
-      return new ClaimHandle(this, prepared, token, 'stale');
+      return 'stale';
     }
     this.report('new', prepared.event);
-    return new ClaimHandle(this, prepared, token, 'acquired');
+    return 'acquired';
+  }
+
+  /**
+   * @internal One settling call on a claim we own: done (or retained as done) or released.
+   * Resolves whether we still owned it, reporting `decision` when we did.
+   * @throws StoreUnavailableError (reported) when the store failed; the claim is not settled.
+   */
+  async settle(
+    prepared: Prepared<TPayload>,
+    token: string,
+    decision: 'done' | 'released' | 'retained',
+    started: number,
+    cause?: unknown,
+  ): Promise<boolean> {
+    const { store, doneTtlMs, onDecision } = this.config;
+    let owned: boolean;
+    try {
+      owned =
+        decision === 'released'
+          ? await store.release(prepared.storeKey, token)
+          : await store.done(prepared.storeKey, token, doneTtlMs);
+    } catch (error) {
+      throw this.storeFailed(error, decision === 'released' ? 'release' : 'done', prepared);
+    }
+    if (owned && onDecision !== undefined) {
+      const extra: { durationMs: number; error?: unknown } = { durationMs: Date.now() - started };
+      if (cause !== undefined) extra.error = cause;
+      this.report(decision, prepared.event, extra);
+    }
+    return owned;
+  }
+
+  /** @internal A lost claim: the error to throw, reported. */
+  lost(prepared: Prepared<TPayload>, operation: 'done' | 'release' | 'extend'): LeaseLostError {
+    const error = new LeaseLostError(prepared.storeKey, operation);
+    this.report('lease-lost', prepared.event, { error });
+    return error;
   }
 
   /** The sequence guard, on a claim we own. A stale event's claim is marked done. */
@@ -464,6 +520,34 @@ class GateImpl<TPayload> implements Gate<TPayload> {
   }
 }
 
+/** `gate.run` on a claim handle (when a heartbeat keeps it alive while the handler runs). */
+async function runClaimed<TPayload, TResult>(
+  claim: Claim<TPayload>,
+  delivery: Delivery,
+  handler: Handler<TPayload, TResult>,
+): Promise<Outcome<Awaited<TResult>>> {
+  if (!claim.acquired) return { status: claim.status as 'duplicate', key: claim.key };
+  let result: Awaited<TResult>;
+  try {
+    result = await handler(claim.event, delivery);
+  } catch (error) {
+    try {
+      await claim.fail(error);
+    } catch {
+      // Reported through onDecision; the handler's error is the one the caller needs.
+    }
+    throw error;
+  }
+  try {
+    await claim.done();
+  } catch (error) {
+    if (!(error instanceof StoreUnavailableError)) throw error;
+    // As in gate.run: retry once; the failure has been reported through onDecision.
+    await claim.done().catch(() => {});
+  }
+  return { status: 'processed', key: claim.key, result };
+}
+
 class ClaimHandle<TPayload> implements Claim<TPayload> {
   readonly status: Claim['status'];
   readonly acquired: boolean;
@@ -488,7 +572,8 @@ class ClaimHandle<TPayload> implements Claim<TPayload> {
     this.#gate = gate;
     this.#prepared = prepared;
     this.#token = token;
-    this.#started = Date.now();
+    // Only the decision events' durationMs needs the start.
+    this.#started = gate.config.onDecision === undefined ? 0 : Date.now();
     this.status = status;
     this.acquired = status === 'acquired';
     this.#settled = !this.acquired;
@@ -529,37 +614,23 @@ class ClaimHandle<TPayload> implements Claim<TPayload> {
 
   async #settle(decision: 'done' | 'released' | 'retained', cause?: unknown): Promise<void> {
     if (this.#settled) return;
-    const { store, doneTtlMs } = this.#gate.config;
-    const { storeKey } = this.#prepared;
-    let owned: boolean;
-    try {
-      owned =
-        decision === 'released'
-          ? await store.release(storeKey, this.#token)
-          : await store.done(storeKey, this.#token, doneTtlMs);
-    } catch (error) {
-      throw this.#gate.storeFailed(
-        error,
-        decision === 'released' ? 'release' : 'done',
-        this.#prepared,
-      );
-    }
+    const owned = await this.#gate.settle(
+      this.#prepared,
+      this.#token,
+      decision,
+      this.#started,
+      cause,
+    );
     this.#settled = true;
     this.#stopHeartbeat();
     if (!owned) throw this.#lost(decision === 'released' ? 'release' : 'done');
-    const extra: { durationMs: number; error?: unknown } = {
-      durationMs: Date.now() - this.#started,
-    };
-    if (cause !== undefined) extra.error = cause;
-    this.#gate.report(decision, this.event, extra);
   }
 
   #lost(operation: 'done' | 'release' | 'extend'): LeaseLostError {
-    const error = new LeaseLostError(this.#prepared.storeKey, operation);
     this.#stopHeartbeat();
-    if (!this.#lostReported) this.#gate.report('lease-lost', this.event, { error });
+    if (this.#lostReported) return new LeaseLostError(this.#prepared.storeKey, operation);
     this.#lostReported = true;
-    return error;
+    return this.#gate.lost(this.#prepared, operation);
   }
 
   #beat(): void {
