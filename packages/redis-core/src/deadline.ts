@@ -1,22 +1,31 @@
+/** One operation waiting for its answer: a link in the list of pending operations. */
 interface Pending {
   readonly deadline: number;
   readonly reject: (reason: unknown) => void;
+  prev: Pending | undefined;
+  next: Pending | undefined;
 }
 
 /**
  * Deadlines for every operation of one store, kept by one coarse interval timer instead of a
  * timer per command (a `setTimeout` per call cost about a quarter of the throughput).
  *
- * All operations get the same timeout, so deadlines arrive in insertion order: the pending set
- * (which iterates in insertion order) is swept from its oldest entry and the sweep stops at the
- * first one still in time. An operation is rejected between `timeoutMs` and `timeoutMs` plus
- * one tick (a tenth of the timeout, at most 200 ms) after it started. The timer is `unref`ed
- * and stops when nothing has been pending for a tick.
+ * All operations get the same timeout, so deadlines arrive in the order operations start: the
+ * pending ones form a list in that order, each unlinked when answered, and the sweep rejects
+ * from its oldest end and stops at the first one still in time. An operation is rejected
+ * between `timeoutMs` and `timeoutMs` plus one tick (a tenth of the timeout, at most 200 ms)
+ * after it started. The timer is `unref`ed and stops when nothing has been pending for a tick.
+ *
+ * A linked list rather than a `Set`: adding and deleting an entry per command in a hash set
+ * cost about 0.7 µs, more than the rest of the guard.
  */
 export class Deadlines {
   readonly timeoutMs: number;
   readonly #tickMs: number;
-  readonly #pending = new Set<Pending>();
+  /** The oldest pending operation, and the newest. */
+  #first: Pending | undefined;
+  #last: Pending | undefined;
+  #pending = 0;
   #timer: ReturnType<typeof setInterval> | undefined;
 
   constructor(timeoutMs: number) {
@@ -29,42 +38,63 @@ export class Deadlines {
    * work itself is not cancelled: Redis may still apply it, so a timeout means "unknown".
    */
   guard<T>(work: Promise<T>): Promise<T> {
-    const pending = this.#pending;
-    let entry!: Pending;
-    const guarded = new Promise<T>((resolve, reject) => {
-      entry = { deadline: performance.now() + this.timeoutMs, reject };
+    return new Promise<T>((resolve, reject) => {
+      const entry: Pending = {
+        deadline: performance.now() + this.timeoutMs,
+        reject,
+        prev: this.#last,
+        next: undefined,
+      };
+      if (this.#last === undefined) this.#first = entry;
+      else this.#last.next = entry;
+      this.#last = entry;
+      this.#pending++;
+      if (this.#timer === undefined) {
+        this.#timer = setInterval(this.#sweep, this.#tickMs);
+        this.#timer.unref();
+      }
       work.then(
         (value) => {
-          if (pending.delete(entry)) resolve(value);
+          if (this.#unlink(entry)) resolve(value);
         },
         (error: unknown) => {
-          if (pending.delete(entry)) reject(error);
+          if (this.#unlink(entry)) reject(error);
         },
       );
     });
-    pending.add(entry);
-    if (this.#timer === undefined) {
-      this.#timer = setInterval(this.#sweep, this.#tickMs);
-      this.#timer.unref();
-    }
-    return guarded;
   }
 
   /** How many operations are waiting for an answer. */
   get pending(): number {
-    return this.#pending.size;
+    return this.#pending;
+  }
+
+  /** Take `entry` off the list; `false` when it was off already (its deadline rejected it). */
+  #unlink(entry: Pending): boolean {
+    const { prev, next } = entry;
+    if (prev === undefined ? this.#first !== entry : prev.next !== entry) return false;
+    if (prev === undefined) this.#first = next;
+    else prev.next = next;
+    if (next === undefined) this.#last = prev;
+    else next.prev = prev;
+    entry.prev = entry.next = undefined;
+    this.#pending--;
+    return true;
   }
 
   readonly #sweep = (): void => {
-    if (this.#pending.size === 0) {
+    if (this.#first === undefined) {
       clearInterval(this.#timer);
       this.#timer = undefined;
       return;
     }
     const now = performance.now();
-    for (const entry of this.#pending) {
-      if (entry.deadline > now) break;
-      this.#pending.delete(entry);
+    for (
+      let entry = this.#first;
+      entry !== undefined && entry.deadline <= now;
+      entry = this.#first
+    ) {
+      this.#unlink(entry);
       entry.reject(new DOMException(`no answer within ${this.timeoutMs} ms`, 'TimeoutError'));
     }
   };
