@@ -24,6 +24,9 @@ export interface MemoryStoreOptions {
   now?: () => number;
 }
 
+/** The `expiresAt` of a deleted entry. */
+const DROPPED = -1;
+
 interface Entry {
   value: string;
   expiresAt: number;
@@ -43,6 +46,9 @@ export class MemoryStore implements ClaimStore {
   /** No record expires before this: a lower bound, kept so that a full store fails fast. */
   #nextExpiry = Number.POSITIVE_INFINITY;
   #cursor: Iterator<[string, Entry]> | undefined;
+  /** The live record the reclaim cursor waits at, and the one after it. */
+  #held: [string, Entry] | undefined;
+  #after: [string, Entry] | undefined;
 
   constructor(options: MemoryStoreOptions = {}) {
     const { maxEntries = 100_000, now = Date.now } = options;
@@ -78,7 +84,13 @@ export class MemoryStore implements ClaimStore {
   async done(key: string, token: string, ttlMs: number): Promise<boolean> {
     const now = this.#now();
     const entry = this.#live(key, now);
-    if (entry === undefined || entry.value.slice(2) !== token) return false;
+    // `p:<token>` or `d:<token>` (done again by its owner), compared without slicing a copy.
+    if (
+      entry === undefined ||
+      entry.value.length !== token.length + 2 ||
+      !entry.value.endsWith(token)
+    )
+      return false;
     entry.value = 'd:' + token;
     this.#expire(entry, now + ttlMs);
     return true;
@@ -87,7 +99,7 @@ export class MemoryStore implements ClaimStore {
   async release(key: string, token: string): Promise<boolean> {
     const entry = this.#live(key, this.#now());
     if (entry === undefined || entry.value !== 'p:' + token) return false;
-    this.#entries.delete(key);
+    this.#drop(key, entry);
     return true;
   }
 
@@ -128,7 +140,7 @@ export class MemoryStore implements ClaimStore {
     const now = this.#now();
     let next = Number.POSITIVE_INFINITY;
     for (const [key, entry] of this.#entries) {
-      if (entry.expiresAt <= now) this.#entries.delete(key);
+      if (entry.expiresAt <= now) this.#drop(key, entry);
       else if (entry.expiresAt < next) next = entry.expiresAt;
     }
     this.#nextExpiry = next;
@@ -137,14 +149,21 @@ export class MemoryStore implements ClaimStore {
   /** Drop every record. */
   clear(): void {
     this.#entries.clear();
+    this.#cursor = this.#held = this.#after = undefined;
     this.#nextExpiry = Number.POSITIVE_INFINITY;
   }
 
   #live(key: string, now: number): Entry | undefined {
     const entry = this.#entries.get(key);
     if (entry === undefined || entry.expiresAt > now) return entry;
-    this.#entries.delete(key);
+    this.#drop(key, entry);
     return undefined;
+  }
+
+  /** Delete a record, marking its entry so that the reclaim cursor, if it holds it, lets go. */
+  #drop(key: string, entry: Entry): void {
+    this.#entries.delete(key);
+    entry.expiresAt = DROPPED;
   }
 
   #insert(key: string, value: string, expiresAt: number, now: number): void {
@@ -166,17 +185,47 @@ export class MemoryStore implements ClaimStore {
     if (expiresAt < this.#nextExpiry) this.#nextExpiry = expiresAt;
   }
 
-  /** Look at two records per insert, round robin, so expired ones never pile up. */
+  /**
+   * Reclaim expired records as new ones come in. Records expire about in the order they were
+   * added (one TTL per kind of record), so the cursor walks from the oldest, drops expired ones
+   * (up to three per insert, so that it keeps up) and waits at the first live one. It passes a
+   * live record only when the next one expires sooner (a long-lived watermark ahead of done
+   * records). The round robin this replaces passed every live record, so that the dead ones
+   * behind it waited for the next lap: a fifth of the map, then a full sweep.
+   */
   #reclaimSome(now: number): void {
-    for (let i = 0; i < 2; i++) {
-      this.#cursor ??= this.#entries.entries();
-      const next = this.#cursor.next();
-      if (next.done) {
-        this.#cursor = undefined;
-        return;
+    let held = this.#held;
+    let after = this.#after;
+    // Kept from the last insert: either may have been deleted since, and its key claimed again.
+    if (held?.[1].expiresAt === DROPPED) held = undefined;
+    if (after?.[1].expiresAt === DROPPED) after = undefined;
+    for (let looked = 0; looked < 3; looked++) {
+      if (held === undefined) {
+        held = after ?? this.#next();
+        after = undefined;
+        if (held === undefined) break;
       }
-      const [key, entry] = next.value;
-      if (entry.expiresAt <= now) this.#entries.delete(key);
+      if (held[1].expiresAt <= now) {
+        this.#drop(held[0], held[1]);
+        held = undefined;
+        continue;
+      }
+      after ??= this.#next();
+      if (after === undefined)
+        held = undefined; // the newest record: start again from the oldest
+      else if (after[1].expiresAt < held[1].expiresAt)
+        held = undefined; // pass the long-lived one
+      else break;
     }
+    this.#held = held;
+    this.#after = after;
+  }
+
+  #next(): [string, Entry] | undefined {
+    this.#cursor ??= this.#entries.entries();
+    const next = this.#cursor.next();
+    if (!next.done) return next.value;
+    this.#cursor = undefined;
+    return undefined;
   }
 }

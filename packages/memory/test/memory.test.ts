@@ -31,6 +31,37 @@ describe('MemoryStore', () => {
     expect(store.size).toBe(1000);
   });
 
+  it('in the steady state (one record expiring per one added) the map holds only live records', async () => {
+    const { store, tick } = clockedStore();
+    for (let i = 0; i < 5000; i++) {
+      tick(1);
+      await store.claim(`k:${i}`, 't', 1000);
+    }
+    expect(store.size).toBeLessThanOrEqual(1001);
+  });
+
+  it('a long-lived record ahead of short-lived ones does not hold up reclaiming them', async () => {
+    const { store, tick } = clockedStore();
+    await store.advance('watermark', 1, 'evt:1', 1_000_000, 'drop');
+    for (let i = 0; i < 1000; i++) await store.claim(`old:${i}`, 't', 10);
+    tick(11);
+    for (let i = 0; i < 1000; i++) await store.claim(`new:${i}`, 't', 10_000);
+    expect(store.size).toBe(1001);
+  });
+
+  it('reclaiming never deletes a record claimed again under a key it had looked at', async () => {
+    const { store, tick } = clockedStore();
+    await store.claim('a', 't1', 10);
+    await store.claim('b', 't1', 20);
+    await store.claim('c', 't1', 30); // the reclaim cursor now waits at a
+    expect(await store.release('a', 't1')).toBe(true);
+    expect(await store.claim('a', 't2', 1000)).toBe('acquired');
+    tick(15);
+    for (let i = 0; i < 10; i++) await store.claim(`c:${i}`, 't', 1000);
+    expect(await store.claim('a', 't3', 1000)).toBe('processing');
+    expect(await store.done('a', 't2', 1000)).toBe(true);
+  });
+
   it('fails closed when full: StoreUnavailableError, and no record is evicted', async () => {
     const { store, tick } = clockedStore(3);
     for (const key of ['a', 'b', 'c']) expect(await store.claim(key, 't', 1000)).toBe('acquired');
