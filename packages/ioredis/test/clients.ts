@@ -1,73 +1,67 @@
-import { freePort } from '@hookgate/redis-harness';
+import type { RedisDriver } from '@hookgate/redis-harness/adapter-suite';
 import * as ioredis5 from 'ioredis5';
 import * as ioredis6 from 'ioredis6';
+import { IoRedisStore } from '../src/index.js';
 
 type RedisOptions = ioredis5.RedisOptions & ioredis6.RedisOptions;
 type ClusterOptions = ioredis5.ClusterOptions & ioredis6.ClusterOptions;
 type Node = { host: string; port: number };
+type Client = ioredis5.Redis | ioredis6.Redis | ioredis5.Cluster | ioredis6.Cluster;
 
-/** How the tests make clients of one ioredis major. */
-export interface Major {
-  major: 5 | 6;
-  redis(port: number, options?: RedisOptions): ioredis5.Redis | ioredis6.Redis;
-  cluster(nodes: Node[], options?: ClusterOptions): ioredis5.Cluster | ioredis6.Cluster;
+/** A client of one ioredis major, not waiting for it to connect. */
+export function redis(major: 5 | 6, port: number, options: RedisOptions = {}): Client {
+  const all = { host: '127.0.0.1', port, ...options };
+  return quiet(major === 5 ? new ioredis5.Redis(all) : new ioredis6.Redis(all));
 }
 
-/** Both supported majors, under test side by side. */
-export const majors: Record<5 | 6, Major> = {
-  5: {
-    major: 5,
-    redis: (port, options = {}) => new ioredis5.Redis({ host: '127.0.0.1', port, ...options }),
-    cluster: (nodes, options = {}) => new ioredis5.Cluster(nodes, options),
-  },
-  6: {
-    major: 6,
-    redis: (port, options = {}) => new ioredis6.Redis({ host: '127.0.0.1', port, ...options }),
-    cluster: (nodes, options = {}) => new ioredis6.Cluster(nodes, options),
-  },
-};
-
-interface Disconnectable {
-  disconnect(): void;
+function cluster(major: 5 | 6, nodes: Node[], options: ClusterOptions = {}): Client {
+  return quiet(
+    major === 5 ? new ioredis5.Cluster(nodes, options) : new ioredis6.Cluster(nodes, options),
+  );
 }
 
-/** Every client the tests made, to disconnect in `afterAll`. */
-const made: Disconnectable[] = [];
-
-/** Remember a client so that {@link disconnectAll} closes it. */
-export function track<C extends Disconnectable>(client: C): C {
-  made.push(client);
-  return client;
-}
-
-export function disconnectAll(): void {
-  for (const client of made.splice(0)) client.disconnect();
-}
-
-/**
- * Round robin over `size` clients made on first use: successive stores get separate
- * connections, as the conformance suite wants.
- */
-export function roundRobin<C extends Disconnectable>(make: () => C, size = 4): () => C {
-  const pool: C[] = [];
-  let next = 0;
-  return () => {
-    if (pool.length < size) {
-      const client = track(make());
-      pool.push(client);
-      return client;
-    }
-    return pool[next++ % size]!;
-  };
-}
-
-/** A port nothing listens on (the harness never hands out 6379). */
-export const deadPort = () => freePort();
-
-/** Silence the "Unhandled error event" log of a client that is meant to fail to connect. */
-export function quiet<C extends { on(event: 'error', listener: () => void): unknown }>(
-  client: C,
-): C {
+/** Silence the "Unhandled error event" log of a client that is meant to fail. */
+function quiet<C extends { on(event: 'error', listener: () => void): unknown }>(client: C): C {
   client.on('error', () => {});
   return client;
+}
+
+async function ready(client: Client): Promise<Client> {
+  await client.ping();
+  return client;
+}
+
+/** How the shared Redis adapter suite makes ioredis clients of one major. */
+export function driver(major: 5 | 6): RedisDriver<Client> {
+  return {
+    store: (client, options) => new IoRedisStore(client, options),
+    client: (port) => ready(redis(major, port)),
+    cluster: (nodes) => ready(cluster(major, nodes)),
+    // Commands wait in the offline queue while the client tries to connect.
+    unreachable: (port) => redis(major, port),
+    unreachableCluster: (_nodes, port) => cluster(major, [{ host: '127.0.0.1', port }]),
+    ping: (client) => client.ping(),
+    close: (client) => client.quit(),
+    dispose: (client) => client.disconnect(),
+    // ioredis remembers the scripts defined with defineCommand; the store must define none.
+    internals: (client) => Object.keys((client as { scriptsSet?: object }).scriptsSet ?? {}),
+    variants: [
+      {
+        label: 'with keyPrefix and auto-pipelining',
+        keyPrefix: 'tenant-a:',
+        client: (port) =>
+          ready(redis(major, port, { keyPrefix: 'tenant-a:', enableAutoPipelining: true })),
+        cluster: (nodes) =>
+          ready(cluster(major, nodes, { keyPrefix: 'tenant-a:', enableAutoPipelining: true })),
+      },
+      ...(major === 6
+        ? [
+            {
+              label: 'over RESP3',
+              client: (port: number) => ready(redis(6, port, { protocol: 3 })),
+            },
+          ]
+        : []),
+    ],
+  };
 }

@@ -1,13 +1,16 @@
+import type { RedisDriver } from '@hookgate/redis-harness/adapter-suite';
 import * as redis5 from 'redis5';
 import * as redis6 from 'redis6';
+import { NodeRedisStore } from '../src/index.js';
 
 type Node = { host: string; port: number };
 
-/** What the tests need of a connected node-redis client or cluster. */
+/** What the tests need of a node-redis client or cluster. */
 export interface TestClient {
   set(key: string, value: string, options: object): Promise<unknown>;
   evalSha(sha: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
   eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  ping(): Promise<unknown>;
   destroy(): void;
 }
 
@@ -16,83 +19,67 @@ export interface ClientOptions {
   disableOfflineQueue?: boolean;
 }
 
-/** How the tests make clients of one node-redis major. */
-export interface Major {
-  major: 5 | 6;
-  /** A client, connected unless `connect` is false (then connecting in the background). */
-  client(
-    port: number,
-    options?: ClientOptions & { connect?: boolean },
-  ): Promise<TestClient & { ping(): Promise<unknown> }>;
-  /** A connected cluster client. */
-  cluster(nodes: Node[], options?: ClientOptions): Promise<TestClient>;
-}
-
-const made: TestClient[] = [];
-
-/** Close every client the tests made. */
-export function destroyAll(): void {
-  for (const client of made.splice(0)) {
-    try {
-      client.destroy();
-    } catch {
-      // already closed
-    }
-  }
-}
+/** The two supported majors, under test side by side. */
+const libraries = { 5: redis5, 6: redis6 } as const;
 
 // node-redis emits 'error' for every failed (re)connection: without a listener that is an
 // uncaught exception. The tests expect failures, so listen and ignore.
 const ignore = () => {};
 
-function fromLibrary(major: 5 | 6, lib: typeof redis5 | typeof redis6): Major {
-  return {
-    major,
-    async client(port, { connect = true, ...options } = {}) {
-      const client = (lib as typeof redis6).createClient({
-        socket: { host: '127.0.0.1', port, reconnectStrategy: () => 50 },
-        ...options,
-      });
-      client.on('error', ignore);
-      made.push(client);
-      const connecting = client.connect();
-      if (connect) await connecting;
-      else connecting.catch(ignore);
-      return client;
-    },
-    async cluster(nodes, options = {}) {
-      const cluster = (lib as typeof redis6).createCluster({
-        rootNodes: nodes.map(({ host, port }) => ({ socket: { host, port } })),
-        defaults: { socket: { reconnectStrategy: () => 50 } },
-        ...(options.RESP ? { RESP: options.RESP } : {}),
-      });
-      cluster.on('error', ignore);
-      made.push(cluster);
-      await cluster.connect();
-      return cluster;
-    },
-  };
+/** A client of one node-redis major, connected unless `connect` is false (then connecting in the background). */
+export async function client(
+  major: 5 | 6,
+  port: number,
+  { connect = true, ...options }: ClientOptions & { connect?: boolean } = {},
+): Promise<TestClient> {
+  const client = (libraries[major] as typeof redis6).createClient({
+    socket: { host: '127.0.0.1', port, reconnectStrategy: () => 50 },
+    ...options,
+  });
+  client.on('error', ignore);
+  const connecting = client.connect();
+  if (connect) await connecting;
+  else connecting.catch(ignore);
+  return client;
 }
 
-/** Both supported majors, under test side by side. */
-export const majors: Record<5 | 6, Major> = {
-  5: fromLibrary(5, redis5),
-  6: fromLibrary(6, redis6),
-};
+/** A connected cluster client of one node-redis major. */
+async function cluster(major: 5 | 6, nodes: Node[], options: ClientOptions = {}) {
+  const cluster = (libraries[major] as typeof redis6).createCluster({
+    rootNodes: nodes.map(({ host, port }) => ({ socket: { host, port } })),
+    defaults: { socket: { reconnectStrategy: () => 50 } },
+    ...(options.RESP ? { RESP: options.RESP } : {}),
+  });
+  cluster.on('error', ignore);
+  await cluster.connect();
+  return cluster as TestClient;
+}
 
-/**
- * Round robin over `size` clients made on first use: successive stores get separate
- * connections, as the conformance suite wants.
- */
-export function roundRobin(make: () => Promise<TestClient>, size = 4): () => Promise<TestClient> {
-  const pool: Promise<TestClient>[] = [];
-  let next = 0;
-  return () => {
-    if (pool.length < size) {
-      const client = make();
-      pool.push(client);
-      return client;
-    }
-    return pool[next++ % size]!;
+/** How the shared Redis adapter suite makes node-redis clients of one major. */
+export function driver(major: 5 | 6): RedisDriver<TestClient> {
+  return {
+    store: (client, options) => new NodeRedisStore(client, options),
+    client: (port) => client(major, port),
+    cluster: (nodes) => cluster(major, nodes),
+    // Never connects: commands wait in its offline queue until the deadline.
+    unreachable: (port) => client(major, port, { connect: false }),
+    // Connected, then the whole cluster is out of reach for this client: closed.
+    unreachableCluster: async (nodes) => {
+      const closed = await cluster(major, nodes);
+      closed.destroy();
+      return closed;
+    },
+    ping: (client) => client.ping(),
+    close: (client) => client.destroy(),
+    dispose: (client) => client.destroy(),
+    // After a takeover, a node-redis 5 cluster client can keep failing on the dead master's slots.
+    recoversFromDeadMaster: major === 6,
+    variants: [
+      {
+        label: 'over RESP3',
+        client: (port) => client(major, port, { RESP: 3 }),
+        ...(major === 6 ? { cluster: (nodes: Node[]) => cluster(6, nodes, { RESP: 3 }) } : {}),
+      },
+    ],
   };
 }

@@ -1,26 +1,17 @@
 import { StoreUnavailableError } from '@hookgate/core';
-import { type RedisServer, startRedis } from '@hookgate/redis-harness';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IoRedisStore } from '../src/index.js';
-import { disconnectAll, majors, quiet, track } from './clients.js';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { type RedisServer, startRedis } from '../server.js';
+import { type RedisDriver, tracked } from './driver.js';
 
 const TIMEOUT = 300;
 /** The deadline fires between TIMEOUT and TIMEOUT plus a tick; leave room for a busy machine. */
 const LATE = TIMEOUT + 1_000;
 
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedis({ appendonly: true, appendfsync: 'always' });
-});
-afterAll(async () => {
-  disconnectAll();
-  await server?.dispose();
-});
-
 const key = () => `hookgate:evt:${crypto.randomUUID()}`;
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-async function rejection(promise: Promise<unknown>): Promise<StoreUnavailableError> {
+/** The `StoreUnavailableError` that `promise` rejects with; fails the test otherwise. */
+export async function rejection(promise: Promise<unknown>): Promise<StoreUnavailableError> {
   const error = await promise.then(
     (value) => {
       throw new Error(`resolved with ${String(value)}`);
@@ -39,12 +30,24 @@ async function until(check: () => Promise<boolean>, timeoutMs = 10_000): Promise
   }
 }
 
-// One at a time: they pause, kill and restart the same server.
-describe.each(Object.values(majors))('ioredis $major against a failing server', ({ redis }) => {
+/**
+ * A server that stops answering, a client its owner closed, a server that dies and comes back
+ * without its scripts: the store rejects at its deadline or at once, and works again after.
+ * One at a time: they pause, kill and restart the same server (with an AOF).
+ */
+export function faultTests<C extends object>(given: RedisDriver<C>): void {
+  const driver = tracked(given);
+  let server: RedisServer;
+  beforeAll(async () => {
+    server = await startRedis({ appendonly: true, appendfsync: 'always' });
+  });
+  afterAll(async () => {
+    driver.disposeAll();
+    await server?.dispose();
+  });
+
   it('a paused server: the claim rejects at its deadline as unknown, and may still land', async () => {
-    const client = quiet(track(redis(server.port)));
-    await client.ping();
-    const store = new IoRedisStore(client, { timeoutMs: TIMEOUT });
+    const store = driver.store(await driver.client(server.port), { timeoutMs: TIMEOUT });
     const claimKey = key();
     const token = crypto.randomUUID();
     server.pause();
@@ -65,9 +68,7 @@ describe.each(Object.values(majors))('ioredis $major against a failing server', 
   });
 
   it('keeps one timer for any number of pending operations', async () => {
-    const client = quiet(track(redis(server.port)));
-    await client.ping();
-    const store = new IoRedisStore(client, { timeoutMs: TIMEOUT });
+    const store = driver.store(await driver.client(server.port), { timeoutMs: TIMEOUT });
     const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
     server.pause();
     try {
@@ -86,10 +87,9 @@ describe.each(Object.values(majors))('ioredis $major against a failing server', 
   });
 
   it('a closed client: operations reject at once, with the client error as cause', async () => {
-    const client = quiet(track(redis(server.port)));
-    await client.ping();
-    const store = new IoRedisStore(client, { timeoutMs: TIMEOUT });
-    await client.quit();
+    const client = await driver.client(server.port);
+    const store = driver.store(client, { timeoutMs: TIMEOUT });
+    await driver.close(client);
     const started = performance.now();
     const error = await rejection(store.done(key(), crypto.randomUUID(), 60_000));
     expect(performance.now() - started).toBeLessThan(TIMEOUT);
@@ -97,8 +97,8 @@ describe.each(Object.values(majors))('ioredis $major against a failing server', 
   });
 
   it('a killed server: commands wait in the offline queue until their deadline; after a restart the store works again without its script cache', async () => {
-    const client = quiet(track(redis(server.port)));
-    const store = new IoRedisStore(client, { timeoutMs: TIMEOUT });
+    const client = await driver.client(server.port);
+    const store = driver.store(client, { timeoutMs: TIMEOUT });
     const claimKey = key();
     const token = crypto.randomUUID();
     expect(await store.claim(claimKey, token, 60_000)).toBe('acquired');
@@ -112,8 +112,8 @@ describe.each(Object.values(majors))('ioredis $major against a failing server', 
     }
     // The AOF kept the claim; the restarted server has no scripts, so done goes by EVAL.
     expect(await server.command('SCRIPT', 'EXISTS', '0'.repeat(40))).toEqual([0]);
-    await until(async () => (await client.ping()) === 'PONG');
+    await until(async () => (await driver.ping(client)) === 'PONG');
     expect(await store.done(claimKey, token, 60_000)).toBe(true);
     expect(await server.command('GET', claimKey)).toBe(`d:${token}`);
   });
-});
+}

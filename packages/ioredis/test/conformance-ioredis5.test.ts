@@ -1,3 +1,0 @@
-import { registerConformance } from './conformance.js';
-
-registerConformance(5);

@@ -1,0 +1,161 @@
+import { type ClaimStore, createGate } from '@hookgate/core';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type RedisServer, startRedis } from '../server.js';
+import { type RedisClientVariant, type RedisDriver, tracked } from './driver.js';
+
+/**
+ * What the store sends and what it leaves in Redis, read back from the server: the record
+ * formats, the round trips per delivery, the `EVAL` fallback, replies it cannot explain, and
+ * that the client is left as it was. Under the plain client and every variant.
+ */
+export function commandTests<C extends object>(given: RedisDriver<C>): void {
+  const driver = tracked(given);
+  let server: RedisServer;
+  beforeAll(async () => {
+    server = await startRedis();
+  });
+  afterAll(async () => {
+    driver.disposeAll();
+    await server?.dispose();
+  });
+
+  /**
+   * Calls per command since the last reset. Redis counts the commands a script runs under
+   * their own names too: `{ set: 2, get: 1, evalsha: 1 }` is one `SET` and one `EVALSHA` from
+   * the client, the script having run a `GET` and a `SET`.
+   */
+  async function commandStats(): Promise<Record<string, number>> {
+    const stats: Record<string, number> = {};
+    for (const [field, value] of Object.entries(await server.info('commandstats'))) {
+      const calls = Number(/calls=(\d+)/.exec(value)?.[1] ?? 0);
+      const name = field.replace(/^cmdstat_/, '');
+      if (calls > 0 && name !== 'info' && !name.startsWith('config|')) stats[name] = calls;
+    }
+    return stats;
+  }
+  const resetStats = () => server.command('CONFIG', 'RESETSTAT');
+
+  const configurations: RedisClientVariant<C>[] = [
+    { label: 'plain client', client: (port) => driver.client(port) },
+    ...(driver.variants ?? []),
+  ];
+  for (const { label, client: connect, keyPrefix = '' } of configurations) {
+    describe(label, () => {
+      // The key as the server sees it.
+      const stored = (key: string) => keyPrefix + key;
+      const raw = (key: string) => server.command('GET', stored(key));
+      const pttl = async (key: string) => Number(await server.command('PTTL', stored(key)));
+      let store: ClaimStore;
+      beforeEach(async () => {
+        store = driver.store(await connect(server.port));
+        await resetStats();
+      });
+
+      it('claim keys hold p:<token> while processing and d:<token> when done, with their TTLs', async () => {
+        const key = `hookgate:evt:${crypto.randomUUID()}`;
+        const token = crypto.randomUUID();
+        expect(await store.claim(key, token, 60_000)).toBe('acquired');
+        expect(await raw(key)).toBe(`p:${token}`);
+        expect(await pttl(key)).toBeGreaterThan(59_000);
+        expect(await store.done(key, token, 86_400_000)).toBe(true);
+        expect(await raw(key)).toBe(`d:${token}`);
+        expect(await pttl(key)).toBeGreaterThan(86_399_000);
+      });
+
+      it('watermark keys hold <at>:<eventKey>', async () => {
+        const key = `hookgate:seq:${crypto.randomUUID()}`;
+        expect(await store.advance(key, 1_700_000_000_123, 'evt:a:b', 60_000, 'drop')).toBe(true);
+        expect(await raw(key)).toBe('1700000000123:evt:a:b');
+      });
+
+      it('a new delivery costs 2 commands, a duplicate 1, a sequenced delivery 3', async () => {
+        const gate = createGate({ store, eventId: 'id' });
+        const sequenced = createGate({
+          store,
+          eventId: 'id',
+          sequence: { subject: 'subject', occurredAt: 'at' },
+        });
+        const id = crypto.randomUUID();
+        // claim: SET; done: EVALSHA (running GET, SET).
+        await gate.run({ payload: { id } }, () => 'ok');
+        expect(await commandStats()).toEqual({ set: 2, get: 1, evalsha: 1 });
+        await resetStats();
+        // claim: SET, which finds the done record.
+        expect((await gate.run({ payload: { id } }, () => 'ok')).status).toBe('duplicate');
+        expect(await commandStats()).toEqual({ set: 1 });
+        await resetStats();
+        // claim: SET; advance: EVALSHA (GET, SET); done: EVALSHA (GET, SET).
+        await sequenced.run(
+          { payload: { id: crypto.randomUUID(), subject: crypto.randomUUID(), at: 1 } },
+          () => 1,
+        );
+        expect(await commandStats()).toEqual({ set: 3, get: 2, evalsha: 2 });
+      });
+
+      it('after SCRIPT FLUSH a script is sent once by EVAL, then by EVALSHA again', async () => {
+        const key = `hookgate:evt:${crypto.randomUUID()}`;
+        const token = crypto.randomUUID();
+        await store.claim(key, token, 60_000);
+        await server.command('SCRIPT', 'FLUSH');
+        await resetStats();
+        // EVALSHA is answered NOSCRIPT, then EVAL runs the script (GET, PEXPIRE) and caches it.
+        expect(await store.extend(key, token, 60_000)).toBe(true);
+        expect(await commandStats()).toEqual({ evalsha: 1, eval: 1, get: 1, pexpire: 1 });
+        await resetStats();
+        expect(await store.extend(key, token, 60_000)).toBe(true);
+        expect(await commandStats()).toEqual({ evalsha: 1, get: 1, pexpire: 1 });
+      });
+
+      it('a SET re-sent with our own token (after a reconnect) still counts as acquired', async () => {
+        const key = `hookgate:evt:${crypto.randomUUID()}`;
+        const token = crypto.randomUUID();
+        expect(await store.claim(key, token, 60_000)).toBe('acquired');
+        expect(await store.claim(key, token, 60_000)).toBe('acquired');
+        expect(await store.claim(key, crypto.randomUUID(), 60_000)).toBe('processing');
+      });
+
+      it('a claim key holding a foreign value fails closed instead of guessing', async () => {
+        const key = `hookgate:evt:${crypto.randomUUID()}`;
+        await server.command('SET', stored(key), 'something else');
+        await expect(store.claim(key, crypto.randomUUID(), 60_000)).rejects.toMatchObject({
+          name: 'StoreUnavailableError',
+        });
+        await server.command('DEL', stored(key));
+        await server.command('HSET', stored(key), 'a', 'b');
+        await expect(store.done(key, crypto.randomUUID(), 60_000)).rejects.toMatchObject({
+          name: 'StoreUnavailableError',
+          cause: expect.objectContaining({ message: expect.stringMatching(/WRONGTYPE/) }),
+        });
+      });
+
+      it('never changes the client it was given', async () => {
+        const client = await connect(server.port);
+        const snapshot = () => ({
+          properties: new Set(Object.getOwnPropertyNames(client)),
+          internals: driver.internals?.(client),
+        });
+        const before = snapshot();
+        const own = driver.store(client);
+        const key = `hookgate:evt:${crypto.randomUUID()}`;
+        const token = crypto.randomUUID();
+        await own.claim(key, token, 60_000);
+        await own.extend(key, token, 60_000);
+        await own.done(key, token, 60_000);
+        await own.advance(`${key}:seq`, 1, key, 60_000, 'drop');
+        expect(snapshot()).toEqual(before);
+      });
+    });
+  }
+
+  describe('options', () => {
+    it('refuses a bad timeoutMs or something that is not a client', async () => {
+      const client = await driver.client(server.port);
+      for (const timeoutMs of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
+        expect(() => driver.store(client, { timeoutMs })).toThrow(/timeoutMs/);
+      }
+      expect(() => driver.store({} as C)).toThrow(
+        expect.objectContaining({ code: 'INVALID_OPTIONS' }),
+      );
+    });
+  });
+}
