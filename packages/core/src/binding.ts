@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import { InvalidDeliveryError, invalidOption, StoreUnavailableError } from './errors.js';
 import type { Claim, Gate } from './gate.js';
 import type { HeaderBag } from './types.js';
@@ -166,4 +167,29 @@ export async function settle(claim: Claim, status: number, error?: unknown): Pro
   } catch (failure) {
     if (failure instanceof StoreUnavailableError) await claim.done().catch(() => {});
   }
+}
+
+/**
+ * For binding authors on Node.js: read a request's exact body bytes, up to `limit`.
+ * Resolves `undefined` as soon as the body is over `limit` (the rest keeps flowing and is
+ * dropped, so the 413 answer can still be written), and `null` when the client went away
+ * before the end.
+ */
+export function readBody(req: Readable, limit: number): Promise<Buffer | undefined | null> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const finish = (settled: () => void) => {
+      req.off('data', onData).off('end', onEnd).off('error', reject).off('close', onClose);
+      settled();
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) finish(() => resolve(undefined));
+      else chunks.push(chunk);
+    };
+    const onEnd = () => finish(() => resolve(Buffer.concat(chunks, size)));
+    const onClose = () => finish(() => resolve(null));
+    req.on('data', onData).on('end', onEnd).on('error', reject).on('close', onClose);
+  });
 }

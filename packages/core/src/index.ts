@@ -12,6 +12,7 @@ export {
   type BindingOptions,
   bindingOptions,
   type ResolvedBindingOptions,
+  readBody,
   settle,
   TOO_LARGE,
   type Verify,

@@ -11,6 +11,7 @@ import {
   type Claim,
   type Verify as CoreVerify,
   HookgateError,
+  readBody,
   settle,
   TOO_LARGE,
   type WebhookEvent,
@@ -116,21 +117,5 @@ async function rawBodyOf(req: Request, limit: number): Promise<Buffer | undefine
     throw new HookgateError('INVALID_OPTIONS', GONE);
   }
   if (Number(req.headers['content-length']) > limit) return undefined;
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const finish = (settle: () => void) => {
-      req.off('data', onData).off('end', onEnd).off('error', reject).off('close', onClose);
-      settle();
-    };
-    // Past the limit, nobody listens any more: the stream keeps flowing and the rest is dropped.
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) finish(() => resolve(undefined));
-      else chunks.push(chunk);
-    };
-    const onEnd = () => finish(() => resolve(Buffer.concat(chunks, size)));
-    const onClose = () => finish(() => resolve(null));
-    req.on('data', onData).on('end', onEnd).on('error', reject).on('close', onClose);
-  });
+  return readBody(req, limit);
 }

@@ -3,13 +3,14 @@
  *
  * @packageDocumentation
  */
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import {
   admit,
   type BindingOptions,
   bindingOptions,
   type Verify as CoreVerify,
   HookgateError,
+  readBody,
   settle,
   TOO_LARGE,
   type WebhookEvent,
@@ -86,24 +87,4 @@ async function rawBodyOf(ctx: Context, limit: number): Promise<Buffer | undefine
   if (req.readableDidRead || req.readableEnded) throw new HookgateError('INVALID_OPTIONS', GONE);
   if (Number(req.headers['content-length']) > limit) return undefined;
   return readBody(req, limit);
-}
-
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer | undefined | null> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const finish = (settle: () => void) => {
-      req.off('data', onData).off('end', onEnd).off('error', reject).off('close', onClose);
-      settle();
-    };
-    // Past the limit, nobody listens any more: the stream keeps flowing and the rest is dropped.
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) finish(() => resolve(undefined));
-      else chunks.push(chunk);
-    };
-    const onEnd = () => finish(() => resolve(Buffer.concat(chunks, size)));
-    const onClose = () => finish(() => resolve(null));
-    req.on('data', onData).on('end', onEnd).on('error', reject).on('close', onClose);
-  });
 }
