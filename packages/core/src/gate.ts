@@ -300,23 +300,24 @@ class GateImpl<TPayload> implements Gate<TPayload> {
     delivery: Delivery,
     handler: Handler<TPayload, TResult>,
   ): Promise<Outcome<Awaited<TResult>>> {
-    // A heartbeat needs the handle's timer; otherwise the claim is settled here directly, without
-    // building the public handle (and its promise hops) for each delivery.
-    if (this.config.heartbeatMs > 0)
-      return runClaimed(await this.claim(delivery), delivery, handler);
+    // The claim is settled here directly, without building the public handle (and its promise
+    // hops) for each delivery.
     const prepared = this.prepare(delivery);
     const token = randomUUID();
     const status = await this.acquire(prepared, token);
     const { event } = prepared;
     if (status !== 'acquired') return { status, key: event.key };
     const started = this.config.onDecision === undefined ? 0 : Date.now();
+    const heartbeat =
+      this.config.heartbeatMs > 0 ? new Heartbeat(this, prepared, token) : undefined;
     let result: Awaited<TResult>;
     try {
       result = await handler(event, delivery);
     } catch (error) {
+      heartbeat?.stop();
       const decision = this.config.retain ? 'retained' : 'released';
       try {
-        if (!(await this.settle(prepared, token, decision, started, error))) {
+        if (!(await this.settle(prepared, token, decision, started, error)) && !heartbeat?.lost) {
           this.lost(prepared, decision === 'released' ? 'release' : 'done');
         }
       } catch {
@@ -324,8 +325,14 @@ class GateImpl<TPayload> implements Gate<TPayload> {
       }
       throw error;
     }
+    heartbeat?.stop();
     try {
-      if (!(await this.settle(prepared, token, 'done', started))) throw this.lost(prepared, 'done');
+      if (!(await this.settle(prepared, token, 'done', started))) {
+        // A heartbeat that found the claim gone has reported it already.
+        throw heartbeat?.lost
+          ? new LeaseLostError(prepared.storeKey, 'done')
+          : this.lost(prepared, 'done');
+      }
     } catch (error) {
       if (!(error instanceof StoreUnavailableError)) throw error;
       // The work is done and only its bookkeeping failed: answering 5xx would make the provider
@@ -520,34 +527,6 @@ class GateImpl<TPayload> implements Gate<TPayload> {
   }
 }
 
-/** `gate.run` on a claim handle (when a heartbeat keeps it alive while the handler runs). */
-async function runClaimed<TPayload, TResult>(
-  claim: Claim<TPayload>,
-  delivery: Delivery,
-  handler: Handler<TPayload, TResult>,
-): Promise<Outcome<Awaited<TResult>>> {
-  if (!claim.acquired) return { status: claim.status as 'duplicate', key: claim.key };
-  let result: Awaited<TResult>;
-  try {
-    result = await handler(claim.event, delivery);
-  } catch (error) {
-    try {
-      await claim.fail(error);
-    } catch {
-      // Reported through onDecision; the handler's error is the one the caller needs.
-    }
-    throw error;
-  }
-  try {
-    await claim.done();
-  } catch (error) {
-    if (!(error instanceof StoreUnavailableError)) throw error;
-    // As in gate.run: retry once; the failure has been reported through onDecision.
-    await claim.done().catch(() => {});
-  }
-  return { status: 'processed', key: claim.key, result };
-}
-
 class ClaimHandle<TPayload> implements Claim<TPayload> {
   readonly status: Claim['status'];
   readonly acquired: boolean;
@@ -559,8 +538,7 @@ class ClaimHandle<TPayload> implements Claim<TPayload> {
   #token: string;
   #started: number;
   #settled: boolean;
-  #heartbeat: ReturnType<typeof setInterval> | undefined;
-  #beating = false;
+  #heartbeat: Heartbeat<TPayload> | undefined;
   #lostReported = false;
 
   constructor(
@@ -580,10 +558,8 @@ class ClaimHandle<TPayload> implements Claim<TPayload> {
     this.event = prepared.event;
     this.key = prepared.event.key;
     this.source = prepared.event.source;
-    const every = gate.config.heartbeatMs;
-    if (this.acquired && every > 0) {
-      this.#heartbeat = setInterval(() => this.#beat(), every);
-      this.#heartbeat.unref?.();
+    if (this.acquired && gate.config.heartbeatMs > 0) {
+      this.#heartbeat = new Heartbeat(gate, prepared, token);
     }
   }
 
@@ -622,35 +598,60 @@ class ClaimHandle<TPayload> implements Claim<TPayload> {
       cause,
     );
     this.#settled = true;
-    this.#stopHeartbeat();
+    this.#heartbeat?.stop();
     if (!owned) throw this.#lost(decision === 'released' ? 'release' : 'done');
   }
 
   #lost(operation: 'done' | 'release' | 'extend'): LeaseLostError {
-    this.#stopHeartbeat();
-    if (this.#lostReported) return new LeaseLostError(this.#prepared.storeKey, operation);
+    this.#heartbeat?.stop();
+    if (this.#lostReported || this.#heartbeat?.lost) {
+      return new LeaseLostError(this.#prepared.storeKey, operation);
+    }
     this.#lostReported = true;
     return this.#gate.lost(this.#prepared, operation);
   }
+}
+
+/**
+ * Extends a held claim every `heartbeatMs` until stopped. A beat that finds the claim gone
+ * reports `lease-lost` once and stops; a beat the store fails is retried on the next tick.
+ */
+class Heartbeat<TPayload> {
+  /** Whether a beat found the claim gone (and reported it). */
+  lost = false;
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #beating = false;
+
+  constructor(
+    readonly gate: GateImpl<TPayload>,
+    readonly prepared: Prepared<TPayload>,
+    readonly token: string,
+  ) {
+    this.#timer = setInterval(() => this.#beat(), gate.config.heartbeatMs);
+    this.#timer.unref?.();
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
 
   #beat(): void {
-    if (this.#beating || this.#settled) return;
+    if (this.#beating || this.#timer === undefined) return;
     this.#beating = true;
-    const { store, claimTtlMs } = this.#gate.config;
-    store.extend(this.#prepared.storeKey, this.#token, claimTtlMs).then(
+    const { store, claimTtlMs } = this.gate.config;
+    store.extend(this.prepared.storeKey, this.token, claimTtlMs).then(
       (owned) => {
         this.#beating = false;
-        if (!owned && !this.#settled) this.#lost('extend');
+        if (owned || this.#timer === undefined) return;
+        this.lost = true;
+        this.stop();
+        this.gate.lost(this.prepared, 'extend');
       },
       () => {
         // A missed beat is retried on the next tick; the claim outlives a few of them.
         this.#beating = false;
       },
     );
-  }
-
-  #stopHeartbeat(): void {
-    if (this.#heartbeat !== undefined) clearInterval(this.#heartbeat);
-    this.#heartbeat = undefined;
   }
 }

@@ -204,6 +204,24 @@ describe('claims', () => {
     expect((await long).status).toBe('processed');
   });
 
+  it('a heartbeat that finds the claim gone reports it once, and run rejects with LeaseLostError', async () => {
+    const store = new MemoryStore();
+    const decisions: string[] = [];
+    const gate = createGate({
+      store,
+      eventId: 'id',
+      claimTtlMs: 1000,
+      heartbeat: { intervalMs: 20 },
+      onDecision: (d) => decisions.push(d.decision),
+    });
+    const outcome = gate.run({ payload: { id: 'evt_gone' } }, async () => {
+      store.clear(); // the claim vanishes (a failover, an operator's DEL)
+      await later(100);
+    });
+    await expect(outcome).rejects.toMatchObject({ name: 'LeaseLostError', operation: 'done' });
+    expect(decisions).toEqual(['new', 'lease-lost']);
+  });
+
   it('without the heartbeat the same long handler loses its claim', async () => {
     const store = new MemoryStore();
     const gate = createGate({ store, eventId: 'id', claimTtlMs: 120 });
