@@ -111,11 +111,16 @@ describe.each(adapters)('$name', (adapter) => {
     await first.release();
   });
 
-  it('a sequenced delivery costs at most three: claim, advance, done — applied or stale', async () => {
+  it('a sequenced delivery costs four when applied (claim, advance, done, releaseHold), three when stale', async () => {
     const newer = { payload: { id: 'evt_2', subject: 'grant_1', at: 2_000 } };
     const older = { payload: { id: 'evt_1', subject: 'grant_1', at: 1_000 } };
     expect((await sequenced.run(newer, () => 'ok')).status).toBe('processed');
-    expect(await sent()).toEqual([expect.stringMatching(/^SET .*NX/), 'EVALSHA', 'EVALSHA']);
+    expect(await sent()).toEqual([
+      expect.stringMatching(/^SET .*NX/),
+      'EVALSHA',
+      'EVALSHA',
+      'EVALSHA',
+    ]);
     expect((await sequenced.run(older, () => 'ok')).status).toBe('stale');
     expect(await sent()).toEqual([expect.stringMatching(/^SET .*NX/), 'EVALSHA', 'EVALSHA']);
   });

@@ -1,4 +1,3 @@
-import type { Readable } from 'node:stream';
 import { InvalidDeliveryError, invalidOption, StoreUnavailableError } from './errors.js';
 import type { Claim, Gate } from './gate.js';
 import type { HeaderBag } from './types.js';
@@ -40,7 +39,10 @@ export interface Answer {
   status: number;
   /** A small JSON body: `{ status }`, plus the `reason` of an invalid delivery. */
   body: {
-    /** `unauthorized`, `invalid`, `duplicate`, `stale`, `in-flight`, `unavailable` or `too-large`. */
+    /**
+     * `unauthorized`, `invalid`, `duplicate`, `stale`, `in-flight`, `unavailable`, `too-large`
+     * or `aborted`.
+     */
     status: string;
     /** For `invalid`: the `InvalidDeliveryError` reason. */
     reason?: string;
@@ -60,7 +62,7 @@ export type Admission<TPayload> =
   | {
       /** Absent when there is a claim. */
       answer?: never;
-      /** The claim the handler runs under; settle it with {@link settle}. */
+      /** The claim the handler runs under; settle it with {@link settleFromResponse}. */
       claim: Claim<TPayload>;
     };
 
@@ -104,8 +106,8 @@ export const TOO_LARGE: Answer = {
  * same for every framework. Verifies the signature (401), claims the delivery, and maps what
  * cannot go on to its answer: invalid (400), duplicate or stale (200), in flight (409 with
  * `Retry-After`, or 200 with `inFlight: 'ack'`), store unavailable (503 with `Retry-After`).
- * When it returns a `claim`, the binding runs the handler and settles the claim: `done()` on a
- * 2xx, `fail(error)` otherwise.
+ * When it returns a `claim`, the binding runs the handler and settles the claim with
+ * {@link settleFromResponse}.
  */
 export async function admit<TPayload, TBody extends Uint8Array, THeaders extends HeaderBag>(
   options: ResolvedBindingOptions<TPayload, TBody, THeaders>,
@@ -150,46 +152,31 @@ async function verified<TBody, THeaders>(
   }
 }
 
-/**
- * For binding authors: settle a claim from the handler's outcome — done on a 2xx, otherwise
- * `fail` (release or retain, per `onFailure`). A `done` that meets a store failure is tried once
- * more, as `gate.run` does: the provider already has its 2xx, so an unrecorded done would let a
- * redelivery run the event again once the claim expires. Never rejects: a lost lease or a store
- * failure here has already been reported through the gate's `onDecision`.
- */
-export async function settle(claim: Claim, status: number, error?: unknown): Promise<void> {
-  if (error !== undefined || status < 200 || status >= 300) {
-    await claim.fail(error ?? new Error(`handler answered ${status}`)).catch(() => {});
-    return;
-  }
-  try {
-    await claim.done();
-  } catch (failure) {
-    if (failure instanceof StoreUnavailableError) await claim.done().catch(() => {});
-  }
-}
+/** The answer to a client that went away before its body ended (nothing was claimed). */
+export const ABORTED: Answer = {
+  status: 400,
+  body: { status: 'aborted' },
+  headers: { Connection: 'close' },
+};
 
 /**
- * For binding authors on Node.js: read a request's exact body bytes, up to `limit`.
- * Resolves `undefined` as soon as the body is over `limit` (the rest keeps flowing and is
- * dropped, so the 413 answer can still be written), and `null` when the client went away
- * before the end.
+ * For binding authors: settle a claim from what the client was answered. A 2xx marks it done
+ * (a store failure is tried once more, inside `done`): the provider has its 2xx and will not
+ * retry, so an unrecorded done would let a redelivery run the event again once the claim
+ * expires. Anything else fails it (release or retain, per `onFailure`), with `error` as the
+ * cause when the handler threw. Pass the status that reached the wire, not one an error
+ * handler set afterwards. Never rejects: a lost lease or a store failure here has already been
+ * reported through the gate's `onDecision`.
  */
-export function readBody(req: Readable, limit: number): Promise<Buffer | undefined | null> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const finish = (settled: () => void) => {
-      req.off('data', onData).off('end', onEnd).off('error', reject).off('close', onClose);
-      settled();
-    };
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) finish(() => resolve(undefined));
-      else chunks.push(chunk);
-    };
-    const onEnd = () => finish(() => resolve(Buffer.concat(chunks, size)));
-    const onClose = () => finish(() => resolve(null));
-    req.on('data', onData).on('end', onEnd).on('error', reject).on('close', onClose);
-  });
+export async function settleFromResponse(
+  claim: Claim,
+  status: number,
+  error?: unknown,
+): Promise<void> {
+  try {
+    if (status >= 200 && status < 300) await claim.done();
+    else await claim.fail(error ?? new Error(`handler answered ${status}`));
+  } catch {
+    // Reported by the gate.
+  }
 }

@@ -8,7 +8,8 @@ const MAX_DEPTH = 1000;
  * give the same string however they were serialized, so their digests match.
  *
  * Object members whose value is `undefined` are left out, as in `JSON.stringify`; an object
- * with a `toJSON` method is serialized through it.
+ * with a `toJSON` method (a `Date`, or a plain object that defines its own) is serialized
+ * through it.
  *
  * @throws TypeError for anything JSON cannot represent: `undefined` (outside an object member),
  * functions, symbols, bigints, `NaN`, `±Infinity`, strings with lone surrogates (RFC 8785
@@ -46,14 +47,14 @@ function sortedCopy(value: unknown, depth: number): unknown {
       if (depth >= MAX_DEPTH) {
         throw new TypeError(`value is nested deeper than ${MAX_DEPTH} levels, or is cyclic`);
       }
+      const source = jsonObject(value);
+      if (source !== value) return sortedCopy(source, depth + 1);
       if (Array.isArray(value)) {
         // Pushed rather than `new Array(n)`, which is holey and slower for JSON.stringify.
         const copy: unknown[] = [];
         for (let i = 0; i < value.length; i++) copy.push(sortedCopy(value[i], depth + 1));
         return copy;
       }
-      const source = plainObject(value);
-      if (source !== value) return sortedCopy(source, depth + 1);
       const keys = sortKeys(Object.keys(source));
       const copy: Record<string, unknown> = {};
       for (const key of keys) {
@@ -100,12 +101,17 @@ function sortKeys(keys: string[]): string[] {
   return keys;
 }
 
-/** The value itself when it is a plain object, else what its toJSON gives; throws for others. */
-function plainObject(value: object): unknown {
-  const proto = Object.getPrototypeOf(value);
-  if (proto === Object.prototype || proto === null) return value;
+/**
+ * What an object stands for in JSON, as `JSON.stringify` decides it: what its `toJSON` returns
+ * when it has one (own or inherited: a `Date`, or a plain object that defines it), else the
+ * object itself when it is an array or a plain object; anything else throws.
+ */
+function jsonObject(value: object): unknown {
   const toJSON = (value as { toJSON?: unknown }).toJSON;
   if (typeof toJSON === 'function') return toJSON.call(value);
+  if (Array.isArray(value)) return value;
+  const proto = Object.getPrototypeOf(value);
+  if (proto === Object.prototype || proto === null) return value;
   throw new TypeError(`${proto?.constructor?.name ?? 'object'} is not a JSON value`);
 }
 
@@ -132,9 +138,9 @@ function write(value: unknown, depth: number): string {
       if (depth >= MAX_DEPTH) {
         throw new TypeError(`value is nested deeper than ${MAX_DEPTH} levels, or is cyclic`);
       }
-      if (Array.isArray(value)) return writeArray(value, depth + 1);
-      const source = plainObject(value);
+      const source = jsonObject(value);
       if (source !== value) return write(source, depth + 1);
+      if (Array.isArray(value)) return writeArray(value, depth + 1);
       return writeObject(value as Record<string, unknown>, depth + 1);
     }
     default:

@@ -112,9 +112,20 @@ export function invalidOption(option: string, why: string): never {
   throw new HookgateError(ErrorCode.INVALID_OPTIONS, `hookgate: option \`${option}\` ${why}`);
 }
 
+/** @internal What was thrown, as text for a message: anything may be thrown, `null` included. */
+export function messageOf(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  try {
+    return String(error);
+  } catch {
+    return typeof error;
+  }
+}
+
 /** Wrap whatever a store threw into a `StoreUnavailableError`, keeping hookgate errors as they are. */
 export function toStoreError(error: unknown, operation: string): HookgateError {
   if (error instanceof HookgateError) return error;
-  const detail = error instanceof Error ? error.message : String(error);
-  return new StoreUnavailableError(`store ${operation} failed: ${detail}`, { cause: error });
+  return new StoreUnavailableError(`store ${operation} failed: ${messageOf(error)}`, {
+    cause: error,
+  });
 }

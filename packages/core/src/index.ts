@@ -6,14 +6,14 @@
  * @module @hookgate/core
  */
 export {
+  ABORTED,
   type Admission,
   type Answer,
   admit,
   type BindingOptions,
   bindingOptions,
   type ResolvedBindingOptions,
-  readBody,
-  settle,
+  settleFromResponse,
   TOO_LARGE,
   type Verify,
 } from './binding.js';
@@ -37,7 +37,7 @@ export {
 } from './gate.js';
 export { type DerivedKey, deriveKey, type KeyOptions } from './key.js';
 export { definePreset, type Preset, providers } from './providers.js';
-export type { ClaimState, ClaimStore } from './store.js';
+export type { AdvanceRequest, AdvanceState, ClaimState, ClaimStore } from './store.js';
 export { parseTimestamp } from './time.js';
 export type {
   Decision,

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { canonicalJson } from './canonical-json.js';
-import { InvalidDeliveryError } from './errors.js';
+import { HookgateError, InvalidDeliveryError, messageOf } from './errors.js';
 import type { Preset } from './providers.js';
-import { compileSelector, type Read } from './select.js';
+import { type CompiledSelector, compileSelector } from './select.js';
 import type { Delivery, KeySource, Selector } from './types.js';
 
 /** Ids (and subjects) matching this are stored as they are; anything else is hashed. */
@@ -32,7 +32,7 @@ export interface DerivedKey {
 
 /** @internal A compiled key derivation, built once per gate. */
 export interface KeyDeriver {
-  readers: readonly Read[];
+  selectors: readonly CompiledSelector[];
   digestFallback: boolean;
 }
 
@@ -41,7 +41,7 @@ export function compileKeyOptions(options: KeyOptions): KeyDeriver {
   const eventId = options.eventId ?? options.provider?.eventId;
   const selectors = eventId === undefined ? [] : Array.isArray(eventId) ? eventId : [eventId];
   return {
-    readers: selectors.map((s: Selector, i: number) =>
+    selectors: selectors.map((s: Selector, i: number) =>
       compileSelector(s, selectors.length > 1 ? `eventId[${i}]` : 'eventId'),
     ),
     digestFallback: options.digestFallback ?? options.provider?.digestFallback ?? true,
@@ -61,19 +61,35 @@ export function compileKeyOptions(options: KeyOptions): KeyDeriver {
  */
 export function deriveKey(delivery: Delivery, options: KeyOptions = {}): DerivedKey {
   const deriver = compileKeyOptions(options);
-  const payload = payloadOf(delivery);
-  return keyOf(
-    deriver,
-    payload,
-    delivery.payload === undefined ? { ...delivery, payload } : delivery,
-  );
+  try {
+    const payload = payloadOf(delivery);
+    return keyOf(
+      deriver,
+      payload,
+      delivery.payload === undefined ? { ...delivery, payload } : delivery,
+    );
+  } catch (error) {
+    throw unreadable(error);
+  }
+}
+
+/**
+ * @internal An error met while reading a delivery, as the delivery's fault: an
+ * `InvalidDeliveryError` stays as it is; anything else (a getter or `toJSON` that throws, even
+ * `null`) becomes one with reason `not-json`.
+ */
+export function unreadable(error: unknown): unknown {
+  if (error instanceof HookgateError) return error;
+  return new InvalidDeliveryError('not-json', `payload could not be read: ${messageOf(error)}`, {
+    cause: error,
+  });
 }
 
 /** @internal */
 export function keyOf(deriver: KeyDeriver, payload: unknown, delivery: Delivery): DerivedKey {
-  for (const read of deriver.readers) {
-    const id = idString(read(payload, delivery));
-    if (id !== undefined) return { key: 'evt:' + keyPart(id), source: 'event-id' };
+  for (const select of deriver.selectors) {
+    const id = idString(select(payload, delivery));
+    if (id !== undefined) return { key: 'evt:' + plainOrHashed(id), source: 'event-id' };
   }
   if (!deriver.digestFallback) {
     throw new InvalidDeliveryError(
@@ -85,7 +101,7 @@ export function keyOf(deriver: KeyDeriver, payload: unknown, delivery: Delivery)
   try {
     json = canonicalJson(payload);
   } catch (error) {
-    throw new InvalidDeliveryError('not-json', `payload is not JSON: ${(error as Error).message}`, {
+    throw new InvalidDeliveryError('not-json', `payload is not JSON: ${messageOf(error)}`, {
       cause: error,
     });
   }
@@ -102,8 +118,11 @@ export function idString(value: unknown): string | undefined {
   return undefined;
 }
 
-/** @internal Untrusted text made safe to be part of a store key. */
-export function keyPart(id: string): string {
+/**
+ * @internal Untrusted text made safe to be part of a store key: kept as it is when it is a
+ * plain id (up to 128 characters of letters, digits and `_ . : @ / + = -`), else `#<sha256>`.
+ */
+export function plainOrHashed(id: string): string {
   return PLAIN_ID.test(id) ? id : '#' + sha256(id);
 }
 
@@ -130,7 +149,7 @@ export function payloadOf(delivery: Delivery): unknown {
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new InvalidDeliveryError('not-json', `body is not JSON: ${(error as Error).message}`, {
+    throw new InvalidDeliveryError('not-json', `body is not JSON: ${messageOf(error)}`, {
       cause: error,
     });
   }

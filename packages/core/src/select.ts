@@ -1,13 +1,13 @@
-import { InvalidDeliveryError, type InvalidReason, invalidOption } from './errors.js';
+import { InvalidDeliveryError, type InvalidReason, invalidOption, messageOf } from './errors.js';
 import type { Delivery, HeaderBag, Selector } from './types.js';
 
 /** A selector compiled once, when the gate is built. `payload` is the parsed payload. */
-export type Read = (payload: unknown, delivery: Delivery) => unknown;
+export type CompiledSelector = (payload: unknown, delivery: Delivery) => unknown;
 
 const hasOwn = Object.hasOwn;
 
 /** Compile a selector option; `option` names it in the error if it is malformed. */
-export function compileSelector(selector: Selector, option: string): Read {
+export function compileSelector(selector: Selector, option: string): CompiledSelector {
   if (typeof selector === 'function') {
     // A selector is user code run on untrusted input: its failure is the delivery's fault.
     const reason: InvalidReason = option.startsWith('eventId')
@@ -19,7 +19,7 @@ export function compileSelector(selector: Selector, option: string): Read {
       try {
         return selector(delivery);
       } catch (error) {
-        throw new InvalidDeliveryError(reason, `${option} selector threw: ${String(error)}`, {
+        throw new InvalidDeliveryError(reason, `${option} selector threw: ${messageOf(error)}`, {
           cause: error,
         });
       }

@@ -7,28 +7,59 @@
 export type ClaimState = 'acquired' | 'processing' | 'done';
 
 /**
+ * What `ClaimStore.advance` decided for one event of a subject.
+ * - `applied`: the event is newer than the watermark; the watermark is now this event, and
+ *   the subject is held for it.
+ * - `stale`: not newer than the watermark (per `ties`); nothing changed.
+ * - `held`: another event of the subject holds it (it is being processed); nothing changed.
+ */
+export type AdvanceState = 'applied' | 'stale' | 'held';
+
+/** One event's step through the sequence guard, as `ClaimStore.advance` receives it. */
+export interface AdvanceRequest {
+  /** The event's time, epoch milliseconds (an integer; may be negative). */
+  readonly at: number;
+  /** The event's key (`evt:…`/`dig:…`), compared whole; it may contain `:`. */
+  readonly eventKey: string;
+  /** The owner token of the event's claim; it also owns the subject's hold. */
+  readonly token: string;
+  /** How long the hold lives unless released or extended, in ms (the claim's TTL). */
+  readonly holdMs: number;
+  /** How long the watermark lives after this advance, in ms. */
+  readonly ttlMs: number;
+  /** `'apply'` lets an event with the watermark's own time through; `'drop'` does not. */
+  readonly ties: 'drop' | 'apply';
+}
+
+/**
  * The storage contract of the gate: a handful of single-key, atomic operations.
  *
  * Every key passed in is complete (namespace included) and safe to use as is: at most a few
  * hundred characters, no whitespace or control characters. Every operation touches exactly
  * one key, so a sharded store (Redis Cluster) needs no hash tags.
  *
- * A record under a claim key is either `processing`, owned by a token, or `done`. The
- * reference encoding, used by the Redis adapters so that an operator can read a key with
- * `redis-cli GET`, is the string `p:<token>` or `d:<token>`.
+ * **Claim records.** A record under a claim key is either `processing`, owned by a token, or
+ * `done`. The reference encoding, used by the Redis adapters so that an operator can read a
+ * key with `redis-cli GET`, is the string `p:<token>` or `d:<token>`.
  *
- * **Owner.** Every claim is made with a random `token` (a UUID). `done`, `release` and
- * `extend` compare the stored token with theirs and change the record in the same atomic
- * step only when they match: a worker whose claim expired must never complete, extend or
- * delete a claim that another worker holds now.
+ * **Owner.** Every claim is made with a random `token` (a UUID: letters, digits and `-`).
+ * `done`, `release` and `extend` compare the stored token with theirs and change the record in
+ * the same atomic step only when they match: a worker whose claim expired must never complete,
+ * extend or delete a claim that another worker holds now. A `false` from any of them means
+ * the same thing: another token's record (or a done record) is there and was left alone.
  *
  * **Time.** Every TTL is in milliseconds, a positive integer, counted from the moment the
- * store applies the operation. An expired record behaves exactly as an absent one.
+ * store applies the operation, on the store's own clock. An expired record behaves exactly as
+ * an absent one.
+ *
+ * **Foreign values.** A store never overwrites a value it did not write: an operation that
+ * finds one rejects (with `StoreUnavailableError`) and leaves it as it is.
  *
  * **Errors.** A store throws (or rejects) when it cannot tell the outcome: unreachable, failed,
  * or no answer within its deadline. It should throw `StoreUnavailableError` (with the
- * underlying error as `cause`); the gate wraps anything else into one. It must never resolve
- * with a guess: a timed-out `claim` may still have been applied by the server.
+ * underlying error as `cause`); the gate wraps anything else into one, and treats a method
+ * that throws synchronously exactly like one that rejects. It must never resolve with a
+ * guess: a timed-out `claim` may still have been applied by the server.
  *
  * Run `@hookgate/store-conformance` against an implementation to prove it.
  */
@@ -45,45 +76,63 @@ export interface ClaimStore {
   claim(key: string, token: string, ttlMs: number): Promise<ClaimState>;
 
   /**
-   * Atomically turn the `processing` record owned by `token` into a `done` record with a TTL
-   * of `ttlMs`. Idempotent for its owner: a `done` record made by the same token also counts
-   * as success, so a call retried after a timeout does not report a false loss.
-   * @returns `true` when the record is now `done` by this token; `false`, changing nothing,
-   * when the key is absent or belongs to another token.
+   * Atomically record the event as done, with a TTL of `ttlMs`: turn the `processing` record
+   * owned by `token` into a `done` record, or create that `done` record when the key is absent
+   * (the claim expired, or was lost, while nobody else took the key: the work happened, and a
+   * redelivery must find it done). Idempotent for its owner: a `done` record made by the same
+   * token also counts as success, so a call retried after a timeout is not a false loss.
+   * @returns `true` when the key now holds a `done` record by this token; `false`, changing
+   * nothing, when it holds another token's record.
    */
   done(key: string, token: string, ttlMs: number): Promise<boolean>;
 
   /**
    * Atomically delete the `processing` record owned by `token`, so that the next delivery can
    * claim the key again.
-   * @returns `true` when it was deleted; `false`, changing nothing, when the key is absent,
-   * `done`, or belongs to another token.
+   * @returns `true` when the key is now free of the caller's claim: deleted, or already absent
+   * (which changes nothing); `false`, changing nothing, when it holds a `done` record or
+   * another token's record.
    */
   release(key: string, token: string): Promise<boolean>;
 
   /**
    * Atomically reset the TTL of the `processing` record owned by `token` to `ttlMs`.
    * @returns `true` when extended; `false`, changing nothing, when the key is absent, `done`,
-   * or belongs to another token.
+   * or another token's. (The gate tells an absent key from another owner by claiming it again
+   * with the same token.)
    */
   extend(key: string, token: string, ttlMs: number): Promise<boolean>;
 
   /**
-   * The sequence guard's compare-and-advance, in one atomic step. `key` holds a subject's
-   * watermark: the time `at` (epoch milliseconds, an integer) of the newest event applied, and
-   * that event's key `eventKey`.
+   * The sequence guard's admission of one event of a subject, in one atomic step. `key` holds
+   * the subject's watermark: the time and key of the newest event applied, and, while that
+   * event is processed, a hold owned by its claim's token.
    *
-   * The event is applied, and the watermark set to (`at`, `eventKey`) with a TTL of `ttlMs`,
-   * when there is no watermark, when `at` is later than it, or when `at` equals it and either
-   * `eventKey` is the one stored (the retry of an event whose handler failed is not stale to
-   * itself) or `ties` is `'apply'`. Otherwise the watermark is left untouched.
-   * @returns `true` when the event is applied, `false` when it is stale.
+   * In order:
+   * 1. Stale: when there is a watermark and `at` is earlier than it, or equal to it while
+   *    `ties` is `'drop'` and `eventKey` is not the watermark's own event (the retry of an
+   *    event whose handler failed is not stale to itself), the result is `stale`.
+   * 2. Held: when a live hold is there for another event than `eventKey`, the result is
+   *    `held`. (A hold of the same event, left by a worker whose claim expired, is taken over:
+   *    the caller owns that event's claim now.)
+   * 3. Otherwise the watermark becomes (`at`, `eventKey`) with a TTL of `ttlMs`, held by
+   *    `token` for `holdMs`, and the result is `applied`.
+   * `stale` and `held` change nothing.
    */
-  advance(
-    key: string,
-    at: number,
-    eventKey: string,
-    ttlMs: number,
-    ties: 'drop' | 'apply',
-  ): Promise<boolean>;
+  advance(key: string, request: AdvanceRequest): Promise<AdvanceState>;
+
+  /**
+   * Atomically end the hold `token` has on the subject `key`, keeping the watermark and its TTL.
+   * @returns `true` when the subject is now free of the caller's hold: ended, or not held by
+   * anyone; `false`, changing nothing, when another token holds it.
+   */
+  releaseHold(key: string, token: string): Promise<boolean>;
+
+  /**
+   * Atomically reset the hold `token` has on the subject `key` to end `ttlMs` from now (the
+   * heartbeat of a long handler keeps its subject held as it keeps its claim).
+   * @returns `true` when extended; `false`, changing nothing, when the subject has no
+   * watermark or another token holds it.
+   */
+  extendHold(key: string, token: string, ttlMs: number): Promise<boolean>;
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../memory/src/index.js';
-import { admit, bindingOptions, createGate, settle } from '../src/index.js';
+import { admit, bindingOptions, createGate, settleFromResponse } from '../src/index.js';
 
 const body = (json: unknown) => new TextEncoder().encode(JSON.stringify(json));
 
@@ -10,7 +10,7 @@ function setup(verify: ((raw: Uint8Array) => boolean) | false = false) {
   return { store, gate, options: bindingOptions('test', { gate, verify }) };
 }
 
-describe('admit and settle, the part every binding shares', () => {
+describe('admit and settleFromResponse, the part every binding shares', () => {
   it('answers the table: 401, 400, 200 duplicate, 409 in flight, 503', async () => {
     const refused = setup(() => false);
     expect((await admit(refused.options, body({ id: 'a' }), {})).answer).toEqual({
@@ -32,7 +32,7 @@ describe('admit and settle, the part every binding shares', () => {
       body: { status: 'in-flight' },
       headers: { 'Retry-After': '10' },
     });
-    await settle(first.claim!, 204);
+    await settleFromResponse(first.claim!, 204);
     expect((await admit(options, body({ id: 'a' }), {})).answer).toMatchObject({
       status: 200,
       body: { status: 'duplicate' },
@@ -56,7 +56,7 @@ describe('admit and settle, the part every binding shares', () => {
   it('releases on a non-2xx answer, so the retry runs', async () => {
     const { options } = setup();
     const { claim } = await admit(options, body({ id: 'a' }), {});
-    await settle(claim!, 500);
+    await settleFromResponse(claim!, 500);
     expect((await admit(options, body({ id: 'a' }), {})).claim?.acquired).toBe(true);
   });
 
@@ -67,7 +67,7 @@ describe('admit and settle, the part every binding shares', () => {
     store.done = (...args) =>
       failures-- > 0 ? Promise.reject(new Error('blip')) : realDone(...args);
     const { claim } = await admit(options, body({ id: 'a' }), {});
-    await settle(claim!, 200);
+    await settleFromResponse(claim!, 200);
     expect((await admit(options, body({ id: 'a' }), {})).answer?.body.status).toBe('duplicate');
   });
 

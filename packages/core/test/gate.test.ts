@@ -204,7 +204,7 @@ describe('claims', () => {
     expect((await long).status).toBe('processed');
   });
 
-  it('a heartbeat that finds the claim gone reports it once, and run rejects with LeaseLostError', async () => {
+  it('a heartbeat that finds the claim gone takes it back when nobody else holds it', async () => {
     const store = new MemoryStore();
     const decisions: string[] = [];
     const gate = createGate({
@@ -214,12 +214,35 @@ describe('claims', () => {
       heartbeat: { intervalMs: 20 },
       onDecision: (d) => decisions.push(d.decision),
     });
-    const outcome = gate.run({ payload: { id: 'evt_gone' } }, async () => {
+    const delivery = { payload: { id: 'evt_gone' } };
+    const outcome = gate.run(delivery, async () => {
       store.clear(); // the claim vanishes (a failover, an operator's DEL)
+      await later(100);
+      // The heartbeat claimed it again with its own token: a redelivery is in flight.
+      return (await gate.run(delivery, () => 'second')).status;
+    });
+    expect(await outcome).toMatchObject({ status: 'processed', result: 'in-flight' });
+    expect(decisions).toEqual(['new', 'in-flight', 'done']);
+  });
+
+  it('a heartbeat that finds another owner reports it once, and run rejects with LeaseLostError', async () => {
+    const store = new MemoryStore();
+    const decisions: string[] = [];
+    const gate = createGate({
+      store,
+      eventId: 'id',
+      claimTtlMs: 1000,
+      heartbeat: { intervalMs: 20 },
+      onDecision: (d) => decisions.push(d.decision),
+    });
+    const delivery = { payload: { id: 'evt_taken' } };
+    const outcome = gate.run(delivery, async () => {
+      store.clear();
+      expect((await gate.claim(delivery)).acquired).toBe(true); // another worker takes it
       await later(100);
     });
     await expect(outcome).rejects.toMatchObject({ name: 'LeaseLostError', operation: 'done' });
-    expect(decisions).toEqual(['new', 'lease-lost']);
+    expect(decisions).toEqual(['new', 'new', 'lease-lost']);
   });
 
   it('without the heartbeat the same long handler loses its claim', async () => {
@@ -259,6 +282,7 @@ describe('claims', () => {
     const { gate, advance } = gateWith({ claimTtlMs: 1000 });
     const claim = await gate.claim({ payload: { id: 'evt_x' } });
     advance(1001);
+    expect((await gate.claim({ payload: { id: 'evt_x' } })).acquired).toBe(true);
     await expect(claim.extend()).rejects.toMatchObject({
       name: 'LeaseLostError',
       operation: 'extend',
@@ -374,6 +398,8 @@ describe('a store that is down', () => {
     release: () => Promise.reject(new Error('ECONNREFUSED')),
     extend: () => Promise.reject(new Error('ECONNREFUSED')),
     advance: () => Promise.reject(new Error('ECONNREFUSED')),
+    releaseHold: () => Promise.reject(new Error('ECONNREFUSED')),
+    extendHold: () => Promise.reject(new Error('ECONNREFUSED')),
   };
 
   it('fails closed: StoreUnavailableError with the cause, handler not called', async () => {

@@ -5,17 +5,16 @@
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import {
+  ABORTED,
   admit,
   type BindingOptions,
   bindingOptions,
-  type Claim,
   type Verify as CoreVerify,
   HookgateError,
-  readBody,
-  settle,
   TOO_LARGE,
   type WebhookEvent,
 } from '@hookgate/core';
+import { type BodyRead, readBody, settleOnWire } from '@hookgate/core/node';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
 declare global {
@@ -55,7 +54,9 @@ export function keepRawBody(req: IncomingMessage, _res: ServerResponse, buf: Buf
  * Middleware for a webhook route. It reads the raw body, runs `verify`, claims the delivery
  * and answers duplicates (200), stale events (200), deliveries in flight (409), invalid ones
  * (400) and store failures (503) itself. A new event goes on to the next handler as
- * `req.webhook`; the claim is marked done when the response is 2xx, released otherwise.
+ * `req.webhook`; the claim is settled on the status the response puts on the wire: done on a
+ * 2xx, released otherwise (a status an error handler sets after the answer left changes
+ * nothing).
  *
  * @example
  * app.post('/webhooks', hookgate({ gate, verify }), (req, res) => { ...; res.sendStatus(204); });
@@ -65,15 +66,18 @@ export function hookgate<TPayload = unknown>(options: HookgateOptions<TPayload>)
 
   async function handle(req: Request, res: Response, next: NextFunction): Promise<void> {
     const body = await rawBodyOf(req, resolved.limit);
-    if (body === null) return; // the client went away while sending
     const { answer, claim } =
-      body === undefined ? { answer: TOO_LARGE } : await admit(resolved, body, req.headers);
+      body === 'too-large'
+        ? { answer: TOO_LARGE }
+        : body === 'aborted'
+          ? { answer: ABORTED }
+          : await admit(resolved, body, req.headers);
     if (answer !== undefined) {
       res.status(answer.status).set(answer.headers).json(answer.body);
       return;
     }
     req.webhook = claim.event;
-    settleOnResponse(res, claim);
+    settleOnWire(res, claim);
     next();
   }
 
@@ -83,39 +87,19 @@ export function hookgate<TPayload = unknown>(options: HookgateOptions<TPayload>)
   };
 }
 
-/**
- * Settle once the handler has answered. A client that disconnects first emits 'close' before
- * the handler ends the response; a handler that ends it later still emits 'prefinish', so the
- * claim is settled then rather than left to expire.
- */
-function settleOnResponse(res: Response, claim: Claim): void {
-  let settled = false;
-  const once = () => {
-    if (settled) return;
-    settled = true;
-    void settle(claim, res.statusCode);
-  };
-  res.once('finish', once);
-  res.once('close', () => {
-    if (res.writableEnded) once();
-    else res.once('prefinish', once);
-  });
-}
-
 const GONE =
   'hookgate/express: the request body was consumed before hookgate() could read its raw bytes. ' +
   'Mount hookgate() before any body parser, or keep the bytes: express.json({ verify: keepRawBody }) or express.raw()';
 
-/** The exact body bytes; `undefined` when over `limit`, `null` when the client went away. */
-async function rawBodyOf(req: Request, limit: number): Promise<Buffer | undefined | null> {
+/** The exact body bytes, from a parser that kept them or from the request itself. */
+async function rawBodyOf(req: Request, limit: number): Promise<BodyRead> {
   const kept = (req as { rawBody?: unknown }).rawBody ?? req.body;
   if (Buffer.isBuffer(kept) || typeof kept === 'string') {
     const bytes = Buffer.isBuffer(kept) ? kept : Buffer.from(kept);
-    return bytes.length > limit ? undefined : bytes;
+    return bytes.length > limit ? 'too-large' : bytes;
   }
   if (req.readableDidRead || req.readableEnded || (req as { _body?: boolean })._body === true) {
     throw new HookgateError('INVALID_OPTIONS', GONE);
   }
-  if (Number(req.headers['content-length']) > limit) return undefined;
   return readBody(req, limit);
 }

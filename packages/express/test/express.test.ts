@@ -1,4 +1,11 @@
-import { httpBindingSuite, listen, onRedis, type ServerSetup } from '@hookgate/http-conformance';
+import {
+  AFTER_ANSWER,
+  httpBindingSuite,
+  listen,
+  onRedis,
+  type ServerSetup,
+  UNANSWERED,
+} from '@hookgate/http-conformance';
 import type { ErrorRequestHandler } from 'express';
 import express4 from 'express4';
 import express5 from 'express5';
@@ -12,13 +19,17 @@ function server(express: typeof express5) {
     app.post('/webhook', hookgate(options), (req, res, next) => {
       // Express 4 does not catch a rejected handler: pass errors on by hand, as apps do.
       handle(req.webhook!).then((reply) => {
+        if (reply === UNANSWERED) return next(); // on to Express's own 404
         if (reply.body === undefined) res.status(reply.status).end();
         else res.status(reply.status).json(reply.body);
+        if (reply.afterAnswer === 'throw') next(AFTER_ANSWER);
       }, next);
     });
+    // An ordinary error handler: it does not check res.headersSent.
     const errors: ErrorRequestHandler = (error, _req, res, _next) => {
       onError(error);
-      res.status(500).json({ status: 'error' });
+      res.status(500);
+      if (!res.headersSent) res.json({ status: 'error' });
     };
     app.use(errors);
     return listen(app);

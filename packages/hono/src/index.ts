@@ -5,12 +5,13 @@
  * @packageDocumentation
  */
 import {
+  ABORTED,
   admit,
   type BindingOptions,
   bindingOptions,
   type Verify as CoreVerify,
   HookgateError,
-  settle,
+  settleFromResponse,
   TOO_LARGE,
   type WebhookEvent,
 } from '@hookgate/core';
@@ -46,8 +47,9 @@ export type HookgateOptions<TPayload = unknown> = BindingOptions<TPayload, Uint8
  * Middleware for a webhook route. It reads the raw body, runs `verify`, claims the delivery
  * and answers duplicates (200), stale events (200), deliveries in flight (409), invalid ones
  * (400) and store failures (503) itself. A new event goes on to the handler as
- * `c.get('webhook')`; once it settles, the claim is marked done when the response is 2xx,
- * released otherwise (a thrown error is Hono's to handle, through `app.onError`).
+ * `c.get('webhook')`; once it settles, the claim is settled on the response the route ends
+ * with: done on a 2xx, released otherwise — a thrown error (Hono's to handle, through
+ * `app.onError`) and a handler that returns no Response both end in a non-2xx.
  *
  * @example
  * app.post('/webhooks', hookgate({ gate, verify }), (c) => { ...; return c.body(null, 204); });
@@ -60,7 +62,11 @@ export function hookgate<TPayload = unknown>(
   return async function hookgateMiddleware(c, next) {
     const body = await rawBodyOf(c, resolved.limit);
     const { answer, claim } =
-      body === undefined ? { answer: TOO_LARGE } : await admit(resolved, body, c.req.raw.headers);
+      body === 'too-large'
+        ? { answer: TOO_LARGE }
+        : body === 'aborted'
+          ? { answer: ABORTED }
+          : await admit(resolved, body, c.req.raw.headers);
     if (answer !== undefined) {
       return c.json(answer.body, answer.status as ContentfulStatusCode, answer.headers);
     }
@@ -69,10 +75,11 @@ export function hookgate<TPayload = unknown>(
       await next();
     } catch (error) {
       // Only without app-level error handling; Hono normally catches and sets c.error.
-      await settle(claim, 500, error);
+      await settleFromResponse(claim, 500, error);
       throw error;
     }
-    await settle(claim, c.res.status, c.error);
+    // A handler that returned no Response leaves the context unfinalized: Hono answers 500.
+    await settleFromResponse(claim, c.finalized ? c.res.status : 500, c.error);
   };
 }
 
@@ -80,26 +87,39 @@ const GONE =
   'hookgate/hono: the request body was consumed before hookgate() could read its raw bytes. ' +
   'Mount hookgate() first, or read the body through c.req (c.req.json(), c.req.text()), which keeps them';
 
-/** The exact body bytes, or `undefined` when over `limit`. */
-async function rawBodyOf(c: Context, limit: number): Promise<Uint8Array | undefined> {
+/** The exact body bytes, or why there are none. */
+async function rawBodyOf(c: Context, limit: number): Promise<Uint8Array | 'too-large' | 'aborted'> {
   // HonoRequest caches what was read; its own readers (json, text) keep the text.
   const cache = c.req.bodyCache as Record<string, Promise<unknown> | undefined>;
   let bytes: Uint8Array | undefined;
   if (cache.arrayBuffer) bytes = new Uint8Array((await cache.arrayBuffer) as ArrayBuffer);
   else if (cache.text) bytes = new TextEncoder().encode((await cache.text) as string);
-  if (bytes !== undefined) return bytes.byteLength > limit ? undefined : bytes;
+  if (bytes !== undefined) return bytes.byteLength > limit ? 'too-large' : bytes;
   const raw = c.req.raw;
   if (raw.bodyUsed || Object.keys(cache).length > 0)
     throw new HookgateError('INVALID_OPTIONS', GONE);
+  try {
+    return await readLimited(c, raw, limit);
+  } catch {
+    // The client went away (or the connection failed) before the body ended.
+    return 'aborted';
+  }
+}
+
+async function readLimited(
+  c: Context,
+  raw: Request,
+  limit: number,
+): Promise<Uint8Array | 'too-large'> {
   const length = raw.headers.get('content-length');
   if (length !== null) {
-    if (Number(length) > limit) return undefined;
+    if (Number(length) > limit) return 'too-large';
     // The HTTP parser delivers exactly Content-Length bytes, so the limit holds without
     // counting chunks. c.req.arrayBuffer() takes the runtime's direct path (@hono/node-server
     // reads the IncomingMessage, where body.getReader() builds a web stream over it: half the
     // rate) and keeps the bytes in Hono's body cache for the handler's c.req.json() / text().
     const bytes = new Uint8Array(await c.req.arrayBuffer());
-    return bytes.byteLength > limit ? undefined : bytes;
+    return bytes.byteLength > limit ? 'too-large' : bytes;
   }
   // Chunked: count the bytes as they come and stop at the limit.
   const chunks: Uint8Array[] = [];
@@ -110,7 +130,7 @@ async function rawBodyOf(c: Context, limit: number): Promise<Uint8Array | undefi
       size += read.value.byteLength;
       if (size > limit) {
         await reader.cancel();
-        return undefined;
+        return 'too-large';
       }
       chunks.push(read.value);
     }
@@ -122,6 +142,6 @@ async function rawBodyOf(c: Context, limit: number): Promise<Uint8Array | undefi
     offset += chunk.byteLength;
   }
   // Let the handler read the body again through c.req.json() / text().
-  cache.arrayBuffer = Promise.resolve(body.buffer);
+  (c.req.bodyCache as Record<string, Promise<unknown>>).arrayBuffer = Promise.resolve(body.buffer);
   return body;
 }

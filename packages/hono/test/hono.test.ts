@@ -1,6 +1,13 @@
 import { getRequestListener } from '@hono/node-server';
 import { createGate } from '@hookgate/core';
-import { httpBindingSuite, listen, onRedis, type ServerSetup } from '@hookgate/http-conformance';
+import {
+  AFTER_ANSWER,
+  httpBindingSuite,
+  listen,
+  onRedis,
+  type ServerSetup,
+  UNANSWERED,
+} from '@hookgate/http-conformance';
 import { MemoryStore } from '@hookgate/memory';
 import { Hono, type MiddlewareHandler } from 'hono';
 import { describe, expect, it } from 'vitest';
@@ -26,6 +33,9 @@ function app({ options, handle, onError, bodyParser }: ServerSetup): Hono {
   if (bodyParser === 'drop-raw') app.use(dropRaw);
   app.post('/webhook', hookgate(options), async (c) => {
     const reply = await handle(c.get('webhook'));
+    if (reply === UNANSWERED) return undefined as unknown as Response; // Hono answers 500
+    // A Hono handler cannot put an answer on the wire before it throws: the throw wins.
+    if (reply.afterAnswer === 'throw') throw AFTER_ANSWER;
     if (reply.body === undefined) return c.body(null, reply.status as 204);
     return c.json(reply.body, reply.status as 200);
   });

@@ -1,9 +1,10 @@
+import { request } from 'node:http';
 import { expect, it } from 'vitest';
-import { sign } from './harness.js';
+import { sign, sleep } from './harness.js';
 import type { SuiteContext } from './index.js';
 
 /** The raw body: exact bytes for verify, the size limit, and a body parser in front. */
-export function body({ start }: SuiteContext): void {
+export function body({ start, network }: SuiteContext): void {
   // Spacing, key order and escapes a re-serialization would change; any change breaks the HMAC.
   const exact = '{ "id" : "evt_é1",\n  "note": "caf\\u00e9 ☕", "n": 1.0 }';
 
@@ -75,5 +76,31 @@ export function body({ start }: SuiteContext): void {
     expect(String((h.errors[0] as Error).message)).toMatch(/raw bytes/);
     expect(h.decisions).toHaveLength(0);
     expect(h.handled).toHaveLength(0);
+  });
+
+  if (!network) return;
+
+  it('a client that goes away mid-body: nothing is claimed and no error is raised', async () => {
+    const h = await start();
+    const text = JSON.stringify({ id: 'evt_1', pad: 'p'.repeat(4096) });
+    const req = request(`${h.server.url}/webhook`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'content-length': String(text.length),
+        'x-signature': sign(text),
+      },
+    });
+    req.on('error', () => {});
+    req.write(text.slice(0, 1024));
+    await sleep(50);
+    req.destroy();
+    // The server sees the connection close; give it time to (wrongly) report something.
+    await sleep(200);
+    expect(h.errors).toEqual([]);
+    expect(h.decisions).toEqual([]);
+    // And the complete delivery is processed.
+    expect((await h.post(text)).status).toBe(200);
+    expect(h.handled).toHaveLength(1);
   });
 }

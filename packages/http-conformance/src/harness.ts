@@ -26,7 +26,19 @@ export interface BindingOptions {
 export interface Reply {
   status: number;
   body?: unknown;
+  /**
+   * `'throw'`: once the answer is on the wire (where the framework lets a handler write it
+   * first), throw {@link AFTER_ANSWER} into the framework's error handling, whose handler then
+   * sets status 500 without checking whether headers were sent, as ordinary ones do.
+   */
+  afterAnswer?: 'throw';
 }
+
+/** What the route handler does when it returns without answering at all. */
+export const UNANSWERED = 'unanswered';
+
+/** The error an `afterAnswer: 'throw'` reply throws after its answer. */
+export const AFTER_ANSWER = new Error('thrown after the answer was sent');
 
 /** What the suite asks a server factory for. */
 export interface ServerSetup {
@@ -36,7 +48,7 @@ export interface ServerSetup {
    * The route handler behind the binding: call it with the binding's event and answer with its
    * reply as JSON. When it rejects, hand the error to the framework's own error handling.
    */
-  handle(event: WebhookEvent): Promise<Reply>;
+  handle(event: WebhookEvent): Promise<Reply | typeof UNANSWERED>;
   /** The framework's error handler calls this with every error, then answers 500. */
   onError(error: unknown): void;
   /**
@@ -100,24 +112,34 @@ export class SwitchableStore implements ClaimStore {
   readonly down = new Set<keyof ClaimStore>();
   error: unknown = new Error('connect ECONNREFUSED 10.0.0.7:6379 (secret-host)');
 
-  #op<K extends keyof ClaimStore>(op: K, call: () => ReturnType<ClaimStore[K]>) {
+  #call<K extends keyof ClaimStore>(
+    op: K,
+    args: Parameters<ClaimStore[K]>,
+  ): ReturnType<ClaimStore[K]> {
     if (this.down.has(op)) return Promise.reject(this.error) as ReturnType<ClaimStore[K]>;
-    return call();
+    const method = this.inner[op] as (...a: Parameters<ClaimStore[K]>) => ReturnType<ClaimStore[K]>;
+    return method.apply(this.inner, args);
   }
-  claim(key: string, token: string, ttlMs: number) {
-    return this.#op('claim', () => this.inner.claim(key, token, ttlMs));
+  claim(...args: Parameters<ClaimStore['claim']>) {
+    return this.#call('claim', args);
   }
-  done(key: string, token: string, ttlMs: number) {
-    return this.#op('done', () => this.inner.done(key, token, ttlMs));
+  done(...args: Parameters<ClaimStore['done']>) {
+    return this.#call('done', args);
   }
-  release(key: string, token: string) {
-    return this.#op('release', () => this.inner.release(key, token));
+  release(...args: Parameters<ClaimStore['release']>) {
+    return this.#call('release', args);
   }
-  extend(key: string, token: string, ttlMs: number) {
-    return this.#op('extend', () => this.inner.extend(key, token, ttlMs));
+  extend(...args: Parameters<ClaimStore['extend']>) {
+    return this.#call('extend', args);
   }
-  advance(key: string, at: number, eventKey: string, ttlMs: number, ties: 'drop' | 'apply') {
-    return this.#op('advance', () => this.inner.advance(key, at, eventKey, ttlMs, ties));
+  advance(...args: Parameters<ClaimStore['advance']>) {
+    return this.#call('advance', args);
+  }
+  releaseHold(...args: Parameters<ClaimStore['releaseHold']>) {
+    return this.#call('releaseHold', args);
+  }
+  extendHold(...args: Parameters<ClaimStore['extendHold']>) {
+    return this.#call('extendHold', args);
   }
 }
 
@@ -137,7 +159,7 @@ export class Harness {
   /** Every error that reached the framework's error handling. */
   readonly errors: unknown[] = [];
   /** What the route handler does; by default it answers 200 `{ status: 'processed' }`. */
-  behaviour: (event: WebhookEvent) => Promise<Reply> = async (event) => ({
+  behaviour: (event: WebhookEvent) => Promise<Reply | typeof UNANSWERED> = async (event) => ({
     status: 200,
     body: { status: 'processed', key: event.key },
   });

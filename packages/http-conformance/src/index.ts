@@ -17,6 +17,7 @@ import { Harness, type MakeServer, type Scenario } from './harness.js';
 import { settlement } from './settlement.js';
 
 export {
+  AFTER_ANSWER,
   type BindingOptions,
   header,
   listen,
@@ -25,6 +26,7 @@ export {
   type ServerSetup,
   sign,
   type TestServer,
+  UNANSWERED,
 } from './harness.js';
 export { onRedis } from './redis.js';
 

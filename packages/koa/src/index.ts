@@ -5,16 +5,16 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import {
+  ABORTED,
   admit,
   type BindingOptions,
   bindingOptions,
   type Verify as CoreVerify,
   HookgateError,
-  readBody,
-  settle,
   TOO_LARGE,
   type WebhookEvent,
 } from '@hookgate/core';
+import { type BodyRead, readBody, settleOnWire } from '@hookgate/core/node';
 import type { Context, Middleware } from 'koa';
 
 /** The state `hookgate()` adds: `ctx.state.webhook`, the event with a typed payload. */
@@ -37,8 +37,9 @@ export type HookgateOptions<TPayload = unknown> = BindingOptions<
  * Middleware for a webhook route (Koa 2 and 3, `@koa/router`). It reads the raw body, runs
  * `verify`, claims the delivery and answers duplicates (200), stale events (200), deliveries in
  * flight (409), invalid ones (400) and store failures (503) itself. A new event goes on to the
- * next middleware as `ctx.state.webhook`; once that settles, the claim is marked done when the
- * status is 2xx, released otherwise, and a thrown error goes on to Koa's error handling.
+ * next middleware as `ctx.state.webhook`; the claim is settled on the status the response puts
+ * on the wire: done on a 2xx, released otherwise (a thrown error becomes Koa's 500, unless the
+ * handler had already written its answer). The error goes on to Koa's error handling.
  *
  * @example
  * router.post('/webhooks', hookgate({ gate, verify }), (ctx) => { ...; ctx.status = 204; });
@@ -50,9 +51,12 @@ export function hookgate<TPayload = unknown>(
 
   return async function hookgateMiddleware(ctx, next) {
     const body = await rawBodyOf(ctx, resolved.limit);
-    if (body === null) return; // the client went away while sending
     const { answer, claim } =
-      body === undefined ? { answer: TOO_LARGE } : await admit(resolved, body, ctx.headers);
+      body === 'too-large'
+        ? { answer: TOO_LARGE }
+        : body === 'aborted'
+          ? { answer: ABORTED }
+          : await admit(resolved, body, ctx.headers);
     if (answer !== undefined) {
       ctx.status = answer.status;
       ctx.set(answer.headers);
@@ -60,13 +64,14 @@ export function hookgate<TPayload = unknown>(
       return;
     }
     ctx.state.webhook = claim.event;
+    const wire = settleOnWire(ctx.res, claim);
     try {
       await next();
     } catch (error) {
-      await settle(claim, 500, error);
+      wire.appDone(500, error);
       throw error;
     }
-    await settle(claim, ctx.status);
+    wire.appDone(ctx.status);
   };
 }
 
@@ -74,17 +79,16 @@ const GONE =
   'hookgate/koa: the request body was consumed before hookgate() could read its raw bytes. ' +
   'Mount hookgate() before any body parser, or use one that keeps them as ctx.request.rawBody (@koa/bodyparser)';
 
-/** The exact body bytes; `undefined` when over `limit`, `null` when the client went away. */
-async function rawBodyOf(ctx: Context, limit: number): Promise<Buffer | undefined | null> {
+/** The exact body bytes, from a parser that kept them or from the request itself. */
+async function rawBodyOf(ctx: Context, limit: number): Promise<BodyRead> {
   // @koa/bodyparser (and koa-bodyparser) keep the body text as ctx.request.rawBody.
   const kept = (ctx.request as { rawBody?: unknown }).rawBody;
   if (typeof kept === 'string') {
     const bytes = Buffer.from(kept);
-    return bytes.length > limit ? undefined : bytes;
+    return bytes.length > limit ? 'too-large' : bytes;
   }
   const req = ctx.req;
   // A parser may have set ctx.request.body without reading (a type it skips): only bytes read count.
   if (req.readableDidRead || req.readableEnded) throw new HookgateError('INVALID_OPTIONS', GONE);
-  if (Number(req.headers['content-length']) > limit) return undefined;
   return readBody(req, limit);
 }

@@ -1,5 +1,12 @@
 import { createGate } from '@hookgate/core';
-import { httpBindingSuite, listen, onRedis, type ServerSetup } from '@hookgate/http-conformance';
+import {
+  AFTER_ANSWER,
+  httpBindingSuite,
+  listen,
+  onRedis,
+  type ServerSetup,
+  UNANSWERED,
+} from '@hookgate/http-conformance';
 import { MemoryStore } from '@hookgate/memory';
 import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
@@ -20,12 +27,24 @@ const dropRaw: Middleware = async (ctx, next) => {
 function server(Koa: typeof Koa3, routing: 'app' | 'router') {
   return ({ options, handle, onError, bodyParser: parser }: ServerSetup) => {
     const app = new Koa();
-    app.on('error', onError);
+    app.on('error', (error: { code?: string }) => {
+      // Koa itself reports every request whose connection broke mid-body (a plain Koa app
+      // without hookgate does too); hookgate adds no error of its own.
+      if (error.code !== 'HPE_INVALID_EOF_STATE') onError(error);
+    });
     if (parser === 'keep-raw') app.use(bodyParser());
     if (parser === 'drop-raw') app.use(dropRaw);
     const guard = hookgate(options);
     const route: Middleware<{ webhook: Parameters<ServerSetup['handle']>[0] }> = async (ctx) => {
       const reply = await handle(ctx.state.webhook);
+      if (reply === UNANSWERED) return; // Koa answers 404
+      if (reply.afterAnswer === 'throw') {
+        // Write the answer straight to the wire, then fail.
+        ctx.respond = false;
+        ctx.res.writeHead(reply.status, { 'content-type': 'application/json' });
+        ctx.res.end(JSON.stringify(reply.body));
+        throw AFTER_ANSWER;
+      }
       ctx.status = reply.status;
       if (reply.body !== undefined) ctx.body = reply.body;
     };

@@ -5,6 +5,8 @@
  * @module @hookgate/memory
  */
 import {
+  type AdvanceRequest,
+  type AdvanceState,
   type ClaimState,
   type ClaimStore,
   HookgateError,
@@ -74,8 +76,9 @@ export class MemoryStore implements ClaimStore {
     const now = this.#now();
     const entry = this.#live(key, now);
     if (entry !== undefined) {
-      if (entry.value === 'p:' + token) return 'acquired'; // a re-sent claim, per the contract
-      return entry.value.charCodeAt(0) === 100 /* d */ ? 'done' : 'processing';
+      const state = claimState(entry.value, token);
+      if (state === undefined) throw foreign(key);
+      return state;
     }
     this.#insert(key, 'p:' + token, now + ttlMs, now);
     return 'acquired';
@@ -84,13 +87,15 @@ export class MemoryStore implements ClaimStore {
   async done(key: string, token: string, ttlMs: number): Promise<boolean> {
     const now = this.#now();
     const entry = this.#live(key, now);
-    // `p:<token>` or `d:<token>` (done again by its owner), compared without slicing a copy.
-    if (
-      entry === undefined ||
-      entry.value.length !== token.length + 2 ||
-      !entry.value.endsWith(token)
-    )
-      return false;
+    if (entry === undefined) {
+      // The claim expired while nobody else took the key: the work happened, record it.
+      this.#insert(key, 'd:' + token, now + ttlMs, now);
+      return true;
+    }
+    const state = claimState(entry.value, token);
+    if (state === undefined) throw foreign(key);
+    // `p:<token>` or `d:<token>` (done again by its owner).
+    if (state !== 'acquired' && entry.value !== 'd:' + token) return false;
     entry.value = 'd:' + token;
     this.#expire(entry, now + ttlMs);
     return true;
@@ -98,7 +103,9 @@ export class MemoryStore implements ClaimStore {
 
   async release(key: string, token: string): Promise<boolean> {
     const entry = this.#live(key, this.#now());
-    if (entry === undefined || entry.value !== 'p:' + token) return false;
+    if (entry === undefined) return true;
+    if (claimState(entry.value, token) === undefined) throw foreign(key);
+    if (entry.value !== 'p:' + token) return false;
     this.#drop(key, entry);
     return true;
   }
@@ -106,32 +113,54 @@ export class MemoryStore implements ClaimStore {
   async extend(key: string, token: string, ttlMs: number): Promise<boolean> {
     const now = this.#now();
     const entry = this.#live(key, now);
-    if (entry === undefined || entry.value !== 'p:' + token) return false;
+    if (entry === undefined) return false;
+    if (claimState(entry.value, token) === undefined) throw foreign(key);
+    if (entry.value !== 'p:' + token) return false;
     this.#expire(entry, now + ttlMs);
     return true;
   }
 
-  async advance(
-    key: string,
-    at: number,
-    eventKey: string,
-    ttlMs: number,
-    ties: 'drop' | 'apply',
-  ): Promise<boolean> {
+  async advance(key: string, request: AdvanceRequest): Promise<AdvanceState> {
+    const { at, eventKey, token, holdMs, ttlMs, ties } = request;
     const now = this.#now();
     const entry = this.#live(key, now);
-    const value = at + ':' + eventKey;
-    if (entry === undefined) {
-      this.#insert(key, value, now + ttlMs, now);
-      return true;
+    if (entry !== undefined) {
+      const mark = parseWatermark(entry.value);
+      if (mark === undefined) throw foreign(key);
+      if (at < mark.at) return 'stale';
+      if (at === mark.at && ties === 'drop' && mark.eventKey !== eventKey) return 'stale';
+      if (mark.holdUntil > now && mark.eventKey !== eventKey) return 'held';
     }
-    const colon = entry.value.indexOf(':');
-    const watermark = Number(entry.value.slice(0, colon));
-    if (at < watermark) return false;
-    if (at === watermark && ties === 'drop' && entry.value.slice(colon + 1) !== eventKey)
-      return false;
-    entry.value = value;
-    this.#expire(entry, now + ttlMs);
+    const value = held(now + holdMs, token, at, eventKey);
+    const expiresAt = now + Math.max(ttlMs, holdMs);
+    if (entry === undefined) this.#insert(key, value, expiresAt, now);
+    else {
+      entry.value = value;
+      this.#expire(entry, expiresAt);
+    }
+    return 'applied';
+  }
+
+  async releaseHold(key: string, token: string): Promise<boolean> {
+    const now = this.#now();
+    const entry = this.#live(key, now);
+    if (entry === undefined) return true;
+    const mark = parseWatermark(entry.value);
+    if (mark === undefined) throw foreign(key);
+    if (mark.holder === token) entry.value = `${mark.at}:${mark.eventKey}`;
+    else if (mark.holdUntil > now) return false;
+    return true;
+  }
+
+  async extendHold(key: string, token: string, ttlMs: number): Promise<boolean> {
+    const now = this.#now();
+    const entry = this.#live(key, now);
+    if (entry === undefined) return false;
+    const mark = parseWatermark(entry.value);
+    if (mark === undefined) throw foreign(key);
+    if (mark.holder !== token) return false;
+    entry.value = held(now + ttlMs, token, mark.at, mark.eventKey);
+    if (entry.expiresAt < now + ttlMs) this.#expire(entry, now + ttlMs);
     return true;
   }
 
@@ -228,4 +257,45 @@ export class MemoryStore implements ClaimStore {
     this.#cursor = undefined;
     return undefined;
   }
+}
+
+/** What a claim record means to `token`: `acquired` when it is `p:<token>`; `undefined` when foreign. */
+function claimState(value: string, token: string): ClaimState | undefined {
+  const kind = value.charCodeAt(0);
+  if (value.charCodeAt(1) !== 58 /* : */) return undefined;
+  if (kind === 100 /* d */) return 'done';
+  if (kind !== 112 /* p */) return undefined;
+  return value.length === token.length + 2 && value.endsWith(token) ? 'acquired' : 'processing';
+}
+
+function foreign(key: string): StoreUnavailableError {
+  return new StoreUnavailableError(`MemoryStore: key ${key} holds a value hookgate did not write`);
+}
+
+/**
+ * A subject's watermark, encoded as the Redis adapters encode it: `<at>:<eventKey>`, or, while
+ * an event holds the subject, `h:<holdUntil>:<holder>:<at>:<eventKey>`.
+ */
+interface Watermark {
+  at: number;
+  eventKey: string;
+  holder: string | undefined;
+  holdUntil: number;
+}
+
+const WATERMARK = /^(?:h:(\d+):([^:]+):)?(-?\d+):(.+)$/s;
+
+function parseWatermark(value: string): Watermark | undefined {
+  const match = WATERMARK.exec(value);
+  if (match === null) return undefined;
+  return {
+    at: Number(match[3]),
+    eventKey: match[4]!,
+    holder: match[2],
+    holdUntil: match[1] === undefined ? 0 : Number(match[1]),
+  };
+}
+
+function held(until: number, token: string, at: number, eventKey: string): string {
+  return `h:${until}:${token}:${at}:${eventKey}`;
 }

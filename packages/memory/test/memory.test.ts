@@ -42,7 +42,14 @@ describe('MemoryStore', () => {
 
   it('a long-lived record ahead of short-lived ones does not hold up reclaiming them', async () => {
     const { store, tick } = clockedStore();
-    await store.advance('watermark', 1, 'evt:1', 1_000_000, 'drop');
+    await store.advance('watermark', {
+      at: 1,
+      eventKey: 'evt:1',
+      token: 't',
+      holdMs: 10,
+      ttlMs: 1_000_000,
+      ties: 'drop',
+    });
     for (let i = 0; i < 1000; i++) await store.claim(`old:${i}`, 't', 10);
     tick(11);
     for (let i = 0; i < 1000; i++) await store.claim(`new:${i}`, 't', 10_000);
@@ -66,9 +73,15 @@ describe('MemoryStore', () => {
     const { store, tick } = clockedStore(3);
     for (const key of ['a', 'b', 'c']) expect(await store.claim(key, 't', 1000)).toBe('acquired');
     await expect(store.claim('d', 't', 1000)).rejects.toBeInstanceOf(StoreUnavailableError);
-    await expect(store.advance('w', 1, 'e', 1000, 'drop')).rejects.toBeInstanceOf(
-      StoreUnavailableError,
-    );
+    const request = {
+      at: 1,
+      eventKey: 'e',
+      token: 't',
+      holdMs: 1000,
+      ttlMs: 1000,
+      ties: 'drop',
+    } as const;
+    await expect(store.advance('w', request)).rejects.toBeInstanceOf(StoreUnavailableError);
     expect(await store.claim('a', 't2', 1000)).toBe('processing');
     tick(1000);
     expect(await store.claim('d', 't', 1000)).toBe('acquired');

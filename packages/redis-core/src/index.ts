@@ -8,6 +8,8 @@
  * @module @hookgate/redis-core
  */
 import {
+  type AdvanceRequest,
+  type AdvanceState,
   type ClaimState,
   type ClaimStore,
   HookgateError,
@@ -49,10 +51,13 @@ export interface RedisStoreOptions {
  * A {@link ClaimStore} in Redis, over any client that can send {@link RedisCommands}.
  *
  * A claim key holds `p:<token>` while processing and `d:<token>` when done; a watermark key
- * holds `<at>:<eventKey>`. Every operation is one command on one key, so any Redis Cluster slot
- * layout works: `claim` is `SET key p:<token> PX ttl NX GET` (Redis 7.0 or newer); `done`,
- * `release`, `extend` and `advance` are Lua scripts run by `EVALSHA`, and by `EVAL` only when
- * the server answers `NOSCRIPT` (after a restart, a failover or `SCRIPT FLUSH`).
+ * holds `<at>:<eventKey>`, or `h:<holdUntil>:<token>:<at>:<eventKey>` while that event is
+ * processed (the sequence guard's per-subject hold; `holdUntil` is epoch ms on the server's
+ * clock). Every operation is one command on one key, so any Redis Cluster slot layout works:
+ * `claim` is `SET key p:<token> PX ttl NX GET` (Redis 7.0 or newer); the others are Lua scripts
+ * run by `EVALSHA`, and by `EVAL` only when the server answers `NOSCRIPT` (after a restart, a
+ * failover or `SCRIPT FLUSH`). No operation overwrites a value hookgate did not write: it
+ * rejects with `StoreUnavailableError` and leaves it.
  *
  * Every operation has a deadline (`timeoutMs`). A timeout or a client error rejects with
  * `StoreUnavailableError`, its `cause` the underlying error. A timed-out command may still run
@@ -96,37 +101,39 @@ export class RedisStore implements ClaimStore {
     if (value === owned) return 'acquired';
     if (value.startsWith('d:')) return 'done';
     if (value.startsWith('p:')) return 'processing';
-    throw new StoreUnavailableError(
-      `${this.#name}: claim key ${key} holds a value hookgate did not write`,
-      {
-        cause: new Error(`unexpected value ${JSON.stringify(value.slice(0, 50))}`),
-      },
-    );
+    throw this.#foreign('claim', key);
   }
 
   async done(key: string, token: string, ttlMs: number): Promise<boolean> {
-    return this.#run('done', scripts.done, key, [token, String(ttlMs)]);
+    return (await this.#run('done', scripts.done, key, [token, String(ttlMs)])) === 1;
   }
 
   async release(key: string, token: string): Promise<boolean> {
-    return this.#run('release', scripts.release, key, [token]);
+    return (await this.#run('release', scripts.release, key, [token])) === 1;
   }
 
   async extend(key: string, token: string, ttlMs: number): Promise<boolean> {
-    return this.#run('extend', scripts.extend, key, [token, String(ttlMs)]);
+    return (await this.#run('extend', scripts.extend, key, [token, String(ttlMs)])) === 1;
   }
 
-  async advance(
-    key: string,
-    at: number,
-    eventKey: string,
-    ttlMs: number,
-    ties: 'drop' | 'apply',
-  ): Promise<boolean> {
-    return this.#run('advance', scripts.advance, key, [String(at), eventKey, String(ttlMs), ties]);
+  async advance(key: string, request: AdvanceRequest): Promise<AdvanceState> {
+    const { at, eventKey, token, holdMs, ttlMs, ties } = request;
+    const args = [String(at), eventKey, token, String(holdMs), String(ttlMs), ties];
+    const reply = await this.#run('advance', scripts.advance, key, args);
+    return reply === 1 ? 'applied' : reply === 0 ? 'stale' : 'held';
   }
 
-  async #run(operation: string, script: Script, key: string, args: string[]): Promise<boolean> {
+  async releaseHold(key: string, token: string): Promise<boolean> {
+    return (await this.#run('releaseHold', scripts.releaseHold, key, [token])) === 1;
+  }
+
+  async extendHold(key: string, token: string, ttlMs: number): Promise<boolean> {
+    const args = [token, String(ttlMs)];
+    return (await this.#run('extendHold', scripts.extendHold, key, args)) === 1;
+  }
+
+  /** Run a script; its reply is 0, 1 or 2. A -1 (a foreign value) or anything else rejects. */
+  async #run(operation: string, script: Script, key: string, args: string[]): Promise<number> {
     let reply: unknown;
     try {
       reply = await this.#deadlines.guard(this.#evaluate(script, key, args));
@@ -134,11 +141,18 @@ export class RedisStore implements ClaimStore {
       throw this.#unavailable(operation, error);
     }
     // A number, or a string under a client's type mapping.
-    if (reply === 1 || reply === '1') return true;
-    if (reply === 0 || reply === '0') return false;
+    const code = Number(reply);
+    if (code === 0 || code === 1 || code === 2) return code;
+    if (code === -1) throw this.#foreign(operation, key);
     throw new StoreUnavailableError(`${this.#name}: ${operation} got an unexpected reply`, {
-      cause: new Error(`expected 0 or 1, got ${JSON.stringify(reply)}`),
+      cause: new Error(`expected 0, 1 or 2, got ${JSON.stringify(reply)}`),
     });
+  }
+
+  #foreign(operation: string, key: string): StoreUnavailableError {
+    return new StoreUnavailableError(
+      `${this.#name}: ${operation}: key ${key} holds a value hookgate did not write; left as it is`,
+    );
   }
 
   /** `EVALSHA`, and `EVAL` (which caches the script again) only when the server lost it. */

@@ -454,6 +454,10 @@ describe('faults in the workers (claimTtlMs 3 s)', () => {
     }
     const retried = await shortProvider.deliver(body);
     expect(retried.ok).toBe(true);
+    // The answer leaves before the done is recorded: wait for the record, not a fixed time.
+    await until('the event is recorded done', async () =>
+      String(await redis.command('GET', claimKey(event))).startsWith('d:'),
+    );
     return {
       event,
       token,
@@ -469,15 +473,22 @@ describe('faults in the workers (claimTtlMs 3 s)', () => {
     expect(runs).toBe(1);
   });
 
-  it('Redis dies between a handler and its done for longer than the claim TTL: the done is lost and a redelivery runs the event again (the documented limit)', async () => {
+  it('Redis dies between a handler and its done for longer than the claim TTL: the re-sent done still records the event unless a redelivery took the key first (the documented limit)', async () => {
     const { token, value, runs } = await outageBeforeDone('expired', () => CLAIM_TTL_MS + 500);
+    const doneLanded = value === `d:${token}`;
     report('outage-before-done-long', {
       claimTtlMs: CLAIM_TTL_MS,
       outageMs: CLAIM_TTL_MS + 500,
       runs,
+      firstDoneLanded: doneLanded,
     });
-    expect(value).toMatch(/^d:/);
-    expect(value).not.toBe(`d:${token}`);
-    expect(runs).toBe(2);
+    // The claim expired during the outage. The client re-sends the first worker's done when it
+    // reconnects; done on an absent key records the event (the work happened). If a redelivery
+    // claimed the key first, it runs the event again and the late done finds another owner.
+    if (doneLanded) expect(runs).toBe(1);
+    else {
+      expect(value).toMatch(/^d:/);
+      expect(runs).toBe(2);
+    }
   });
 });

@@ -11,7 +11,17 @@ export function errorTests(ctx: SuiteContext): void {
     done: (store, key, token) => store.done(key, token, LONG),
     release: (store, key, token) => store.release(key, token),
     extend: (store, key, token) => store.extend(key, token, LONG),
-    advance: (store, key, token) => store.advance(key, 1, token, LONG, 'drop'),
+    advance: (store, key, token) =>
+      store.advance(key, {
+        at: 1,
+        eventKey: 'evt:a',
+        token,
+        holdMs: LONG,
+        ttlMs: LONG,
+        ties: 'drop',
+      }),
+    releaseHold: (store, key, token) => store.releaseHold(key, token),
+    extendHold: (store, key, token) => store.extendHold(key, token, LONG),
   } satisfies Record<string, (store: ClaimStore, key: string, token: string) => Promise<unknown>>;
 
   describe.concurrent('errors', () => {

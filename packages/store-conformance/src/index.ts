@@ -22,6 +22,8 @@ import { describe } from 'vitest';
 import { claimTests } from './claim.js';
 import { type ClaimStoreSuiteOptions, createContext, type StoreFactory } from './context.js';
 import { errorTests } from './errors.js';
+import { foreignTests } from './foreign.js';
+import { holdTests } from './hold.js';
 import { ownershipTests } from './ownership.js';
 import { ttlTests } from './ttl.js';
 import { watermarkTests } from './watermark.js';
@@ -30,7 +32,8 @@ export type { ClaimStoreSuiteOptions, StoreFactory } from './context.js';
 
 /**
  * Register the conformance suite for a {@link ClaimStore} under `describe(name)`, one block per
- * concern: `claim`, `ownership`, `ttl`, `watermark` and (given `options.unavailable`) `errors`.
+ * concern: `claim`, `ownership`, `ttl`, `watermark`, `hold`, `foreign records` and (given
+ * `options.unavailable`) `errors`.
  *
  * @param name - what the suite is reported under, e.g. `'IoRedisStore (cluster)'`
  * @param factory - makes a store; successive stores share the data, over separate connections
@@ -47,6 +50,8 @@ export function claimStoreSuite(
     ownershipTests(ctx);
     ttlTests(ctx);
     watermarkTests(ctx);
+    holdTests(ctx);
+    foreignTests(ctx);
     errorTests(ctx);
   });
 }

@@ -8,6 +8,7 @@ import {
   type SuiteContext,
   sleep,
 } from './context.js';
+import { mark, step } from './watermark.js';
 
 /** Every record expires after its TTL, in milliseconds, and an expired record is absent. */
 export function ttlTests(ctx: SuiteContext): void {
@@ -81,7 +82,7 @@ export function ttlTests(ctx: SuiteContext): void {
       expect(await store.claim(key, ctx.token(), LONG)).toBe('acquired');
     });
 
-    it('an expired claim cannot be completed, released or extended by its old owner', async ({
+    it('an expired claim cannot be extended by its old owner; release frees nothing more; done still records it', async ({
       expect,
     }) => {
       const store = await ctx.store();
@@ -89,10 +90,10 @@ export function ttlTests(ctx: SuiteContext): void {
       const token = ctx.token();
       await store.claim(key, token, SHORT);
       await sleep(PAST_SHORT);
-      expect(await store.done(key, token, LONG)).toBe(false);
       expect(await store.extend(key, token, LONG)).toBe(false);
-      expect(await store.release(key, token)).toBe(false);
-      expect(await store.claim(key, ctx.token(), LONG)).toBe('acquired');
+      expect(await store.release(key, token)).toBe(true);
+      expect(await store.done(key, token, LONG)).toBe(true);
+      expect(await store.claim(key, ctx.token(), LONG)).toBe('done');
     });
 
     it('a key that expired and was claimed again belongs to the new owner only', async ({
@@ -117,19 +118,48 @@ export function ttlTests(ctx: SuiteContext): void {
     }) => {
       const store = await ctx.store();
       const key = ctx.key('subject');
-      expect(await store.advance(key, 2_000, 'evt:a', MEDIUM, 'drop')).toBe(true);
-      expect(await store.advance(key, 1_000, 'evt:b', LONG, 'drop')).toBe(false);
+      expect(await mark(store, key, 2_000, 'evt:a', MEDIUM)).toBe('applied');
+      expect(await mark(store, key, 1_000, 'evt:b', LONG)).toBe('stale');
       await sleep(PAST_MEDIUM);
-      expect(await store.advance(key, 1_000, 'evt:b', LONG, 'drop')).toBe(true);
+      expect(await mark(store, key, 1_000, 'evt:b', LONG)).toBe('applied');
     });
 
-    it('an advance resets the watermark TTL', async ({ expect }) => {
+    it('an advance resets the watermark TTL; releasing the hold keeps it', async ({ expect }) => {
       const store = await ctx.store();
       const key = ctx.key('subject');
-      expect(await store.advance(key, 1_000, 'evt:a', SHORT, 'drop')).toBe(true);
-      expect(await store.advance(key, 2_000, 'evt:b', LONG, 'drop')).toBe(true);
+      expect(await mark(store, key, 1_000, 'evt:a', SHORT)).toBe('applied');
+      expect(await mark(store, key, 2_000, 'evt:b', LONG)).toBe('applied');
       await sleep(PAST_SHORT);
-      expect(await store.advance(key, 1_500, 'evt:c', LONG, 'drop')).toBe(false);
+      expect(await mark(store, key, 1_500, 'evt:c', LONG)).toBe('stale');
+    });
+
+    it('a hold ends after its TTL: another event of the subject then applies', async ({
+      expect,
+    }) => {
+      const store = await ctx.store();
+      const key = ctx.key('subject');
+      const first = ctx.token();
+      expect(await store.advance(key, step(1_000, 'evt:a', first, MEDIUM))).toBe('applied');
+      await sleep(SHORT);
+      expect(await store.advance(key, step(2_000, 'evt:b', ctx.token(), LONG))).toBe('held');
+      await sleep(PAST_MEDIUM - SHORT);
+      expect(await store.advance(key, step(2_000, 'evt:b', ctx.token(), LONG))).toBe('applied');
+      // The expired holder cannot extend a hold that is another's now.
+      expect(await store.extendHold(key, first, LONG)).toBe(false);
+    });
+
+    it('extendHold resets the hold: the subject stays held past its first TTL', async ({
+      expect,
+    }) => {
+      const store = await ctx.store();
+      const key = ctx.key('subject');
+      const token = ctx.token();
+      expect(await store.advance(key, step(1_000, 'evt:a', token, MEDIUM))).toBe('applied');
+      expect(await store.extendHold(key, token, LONG)).toBe(true);
+      await sleep(PAST_MEDIUM);
+      expect(await store.advance(key, step(2_000, 'evt:b', ctx.token(), LONG))).toBe('held');
+      expect(await store.releaseHold(key, token)).toBe(true);
+      expect(await store.advance(key, step(2_000, 'evt:b', ctx.token(), LONG))).toBe('applied');
     });
   });
 }

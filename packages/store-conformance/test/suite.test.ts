@@ -83,9 +83,24 @@ describe('the conformance suite', () => {
     expect(failed('advance without the retry rule')).toMatch(/watermark .*not stale to itself/);
   });
 
+  it('catches a done that refuses an absent key', () => {
+    expect(failed('done refusing an absent key')).toMatch(/ownership .*done on an absent key/);
+  });
+
+  it('catches an advance that does not hold the subject', () => {
+    expect(failed('advance without a hold')).toMatch(/hold .*newer event is held/);
+  });
+
+  it('catches an advance that overwrites a record it does not recognise', () => {
+    expect(failed('advance overwriting a foreign record')).toMatch(
+      /foreign records .*sequence operations on a claim record/,
+    );
+  });
+
   it('catches a store that resolves with a guess when unreachable', () => {
     const names = failed('guessing when unreachable');
-    for (const operation of ['claim', 'done', 'release', 'extend', 'advance']) {
+    const operations = ['claim', 'done', 'release', 'extend', 'advance', 'releaseHold'];
+    for (const operation of [...operations, 'extendHold']) {
       expect(names).toMatch(new RegExp(`errors ${operation} on an unreachable store`));
     }
   });

@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto';
 import advance from './advance-1.js';
 import done from './done-1.js';
 import extend from './extend-1.js';
+import extendHold from './extend-hold-1.js';
 import release from './release-1.js';
+import releaseHold from './release-hold-1.js';
 
 /** A Lua script and its SHA1, the name `EVALSHA` knows it by. */
 export interface Script {
@@ -16,12 +18,15 @@ function script(lua: string): Script {
 
 /**
  * The owner-checked operations: Redis 7.0 has no `SET … IFEQ`, so each compare-and-set is a
- * script. Each takes one key (cluster-safe) and returns the integer 0 or 1, which reads the
- * same under RESP2 and RESP3 (Lua `true`/`false` would not).
+ * script. Each takes one key (cluster-safe) and returns an integer, which reads the same under
+ * RESP2 and RESP3 (Lua `true`/`false` would not); -1 always means "a value hookgate did not
+ * write is there, and was left alone".
  */
 export const scripts = {
   done: script(done),
   release: script(release),
   extend: script(extend),
   advance: script(advance),
+  releaseHold: script(releaseHold),
+  extendHold: script(extendHold),
 } as const;

@@ -2,10 +2,16 @@
 export default `-- release-1: delete a processing claim, if (and only if) the caller owns it.
 -- KEYS[1]  the claim key
 -- ARGV[1]  the owner token
--- Returns  1 when deleted, 0 when the key is absent, done, or held by another token.
-if redis.call('GET', KEYS[1]) == 'p:' .. ARGV[1] then
+-- Returns  1 when the key is free of the caller's claim: deleted, or absent already;
+--          0 when it holds a done record or another token's claim (left as it is);
+--          -1 when it holds a value hookgate did not write (left as it is).
+local value = redis.call('GET', KEYS[1])
+if not value then return 1 end
+if value == 'p:' .. ARGV[1] then
   redis.call('DEL', KEYS[1])
   return 1
 end
-return 0
+local kind = string.sub(value, 1, 2)
+if kind == 'p:' or kind == 'd:' then return 0 end
+return -1
 `;

@@ -62,13 +62,32 @@ export function commandTests<C extends object>(given: RedisDriver<C>): void {
         expect(await pttl(key)).toBeGreaterThan(86_399_000);
       });
 
-      it('watermark keys hold <at>:<eventKey>', async () => {
+      it('watermark keys hold h:<holdUntil>:<token>:<at>:<eventKey> while held, then <at>:<eventKey>', async () => {
         const key = `hookgate:seq:${crypto.randomUUID()}`;
-        expect(await store.advance(key, 1_700_000_000_123, 'evt:a:b', 60_000, 'drop')).toBe(true);
+        const token = crypto.randomUUID();
+        const before = Date.now();
+        const request = {
+          at: 1_700_000_000_123,
+          eventKey: 'evt:a:b',
+          token,
+          ties: 'drop' as const,
+        };
+        expect(await store.advance(key, { ...request, holdMs: 30_000, ttlMs: 60_000 })).toBe(
+          'applied',
+        );
+        const [, until, holder, rest] = /^h:(\d+):([^:]+):(.*)$/.exec(String(await raw(key)))!;
+        expect(holder).toBe(token);
+        expect(rest).toBe('1700000000123:evt:a:b');
+        // The hold ends on the server's clock, 30 s from now (this machine's clock is the server's).
+        expect(Number(until)).toBeGreaterThanOrEqual(before + 30_000 - 1_000);
+        expect(Number(until)).toBeLessThan(Date.now() + 30_000 + 1_000);
+        expect(await pttl(key)).toBeGreaterThan(59_000);
+        expect(await store.releaseHold(key, token)).toBe(true);
         expect(await raw(key)).toBe('1700000000123:evt:a:b');
+        expect(await pttl(key)).toBeGreaterThan(58_000);
       });
 
-      it('a new delivery costs 2 commands, a duplicate 1, a sequenced delivery 3', async () => {
+      it('a new delivery costs 2 commands, a duplicate 1, a sequenced delivery 4', async () => {
         const gate = createGate({ store, eventId: 'id' });
         const sequenced = createGate({
           store,
@@ -84,12 +103,13 @@ export function commandTests<C extends object>(given: RedisDriver<C>): void {
         expect((await gate.run({ payload: { id } }, () => 'ok')).status).toBe('duplicate');
         expect(await commandStats()).toEqual({ set: 1 });
         await resetStats();
-        // claim: SET; advance: EVALSHA (GET, SET); done: EVALSHA (GET, SET).
+        // claim: SET; advance: EVALSHA (TIME, GET, SET); done: EVALSHA (GET, SET);
+        // releaseHold: EVALSHA (GET, SET).
         await sequenced.run(
           { payload: { id: crypto.randomUUID(), subject: crypto.randomUUID(), at: 1 } },
           () => 1,
         );
-        expect(await commandStats()).toEqual({ set: 3, get: 2, evalsha: 2 });
+        expect(await commandStats()).toEqual({ set: 4, get: 3, evalsha: 3, time: 1 });
       });
 
       it('after SCRIPT FLUSH a script is sent once by EVAL, then by EVALSHA again', async () => {
@@ -141,7 +161,15 @@ export function commandTests<C extends object>(given: RedisDriver<C>): void {
         await own.claim(key, token, 60_000);
         await own.extend(key, token, 60_000);
         await own.done(key, token, 60_000);
-        await own.advance(`${key}:seq`, 1, key, 60_000, 'drop');
+        await own.advance(`${key}:seq`, {
+          at: 1,
+          eventKey: key,
+          token,
+          holdMs: 60_000,
+          ttlMs: 60_000,
+          ties: 'drop',
+        });
+        await own.releaseHold(`${key}:seq`, token);
         expect(snapshot()).toEqual(before);
       });
     });

@@ -1,0 +1,220 @@
+import { invalidOption } from './errors.js';
+import { compileKeyOptions, type KeyDeriver } from './key.js';
+import type { Preset } from './providers.js';
+import { type CompiledSelector, compileSelector } from './select.js';
+import type { ClaimStore } from './store.js';
+import type { DecisionEvent, Selector } from './types.js';
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+/** The sequence guard: drop events older than the newest one applied for their subject. */
+export interface SequenceOptions {
+  /** Where the subject lives. @default the gate's (or preset's) `subject` */
+  subject?: Selector;
+  /** Where the provider's event time lives. @default the gate's (or preset's) `occurredAt` */
+  occurredAt?: Selector;
+  /** How long a subject's watermark lives after its last advance, in ms. @default 30 days */
+  ttlMs?: number;
+  /**
+   * An event stamped with the same time as the watermark: `'drop'` treats it as stale (the
+   * strictly-newer rule), `'apply'` lets it through. Providers that stamp whole seconds
+   * (Stripe `created`, Slack `event_time`) often stamp two events about one subject alike.
+   * @default 'drop'
+   */
+  ties?: 'drop' | 'apply';
+}
+
+/** How the heartbeat keeps a held claim alive, and for how long at most. */
+export interface HeartbeatOptions {
+  /**
+   * Milliseconds between two extensions; shorter than `claimTtlMs`.
+   * @default claimTtlMs / 3
+   */
+  intervalMs?: number;
+  /**
+   * The longest a heartbeat keeps a claim, counted from its acquisition, in ms. Past it the
+   * heartbeat stops, the claim expires `claimTtlMs` after its last extension, a redelivery
+   * redoes the work, and the late handler's `done` finds the key taken (`LeaseLostError`).
+   * It bounds a handler that never ends.
+   * @default 3_600_000 (1 hour)
+   */
+  maxMs?: number;
+}
+
+/** Options of {@link createGate}. */
+export interface GateOptions {
+  /** Where claims and watermarks live. */
+  store: ClaimStore;
+  /**
+   * Prefix of every store key (`<namespace>:<key>`): separates providers and tenants.
+   * 1 to 64 characters of `A-Z a-z 0-9 _ . -`.
+   * @default 'hookgate'
+   */
+  namespace?: string;
+  /** A provider preset (`providers.stripe`, …); explicit options win over its fields. */
+  provider?: Preset;
+  /** A name for decision events, when no `provider` is given (presets spread into the options set it). */
+  name?: string;
+  /**
+   * Where the provider's event id lives: a payload path, `{ header }`, a function, or an array
+   * of them tried in order. Without one, every delivery is keyed by its digest.
+   * @default the preset's, else none
+   */
+  eventId?: Selector | readonly Selector[];
+  /**
+   * Key a delivery without an event id by the SHA-256 of its canonical JSON. When `false`,
+   * such a delivery is invalid.
+   * @default true
+   */
+  digestFallback?: boolean;
+  /** Where the event's subject (the grant, customer, … it is about) lives. @default the preset's */
+  subject?: Selector;
+  /** Where the provider's event time lives. @default the preset's */
+  occurredAt?: Selector;
+  /**
+   * How long a claim holds before it frees itself (a crashed worker), in ms. Must exceed the
+   * longest handler run, or enable `heartbeat`.
+   * @default 300_000 (5 minutes)
+   */
+  claimTtlMs?: number;
+  /**
+   * How long a done record lives, in ms: longer than the provider's retry horizon.
+   * @default the preset's, else 86_400_000 (24 hours)
+   */
+  doneTtlMs?: number;
+  /**
+   * When the handler fails: `'release'` deletes the claim so that the next redelivery redoes
+   * the work; `'retain'` marks it done, because the event now belongs to your own durable retry
+   * pipeline, and redeliveries are acknowledged as duplicates.
+   * @default 'release'
+   */
+  onFailure?: 'release' | 'retain';
+  /**
+   * Turn on the sequence guard: `true` uses `subject` and `occurredAt` as configured; an
+   * object names them (and the watermark TTL and tie rule) directly. With it, one event per
+   * subject is processed at a time: another event of a subject that is being processed is
+   * `in-flight`, and comes back later.
+   * @default false
+   */
+  sequence?: boolean | SequenceOptions;
+  /**
+   * Extend the claim while the handler runs, so a long handler keeps it: `true` extends every
+   * `claimTtlMs / 3` for at most an hour; an object sets the interval and the bound. The first
+   * attempt to settle the claim stops it.
+   * @default false
+   */
+  heartbeat?: boolean | HeartbeatOptions;
+  /** Called with every decision. A hook that throws or rejects never breaks the gate. */
+  onDecision?: (event: DecisionEvent) => void;
+}
+
+/** @internal The gate's options, checked, with their defaults and selectors compiled. */
+export interface ResolvedGateOptions {
+  readonly store: ClaimStore;
+  readonly namespace: string;
+  readonly provider: string | undefined;
+  readonly deriver: KeyDeriver;
+  readonly subject: CompiledSelector | undefined;
+  readonly occurredAt: CompiledSelector | undefined;
+  readonly claimTtlMs: number;
+  readonly doneTtlMs: number;
+  readonly retain: boolean;
+  readonly sequence: { readonly ttlMs: number; readonly ties: 'drop' | 'apply' } | undefined;
+  readonly heartbeat: { readonly intervalMs: number; readonly maxMs: number } | undefined;
+  readonly onDecision: ((event: DecisionEvent) => void) | undefined;
+}
+
+const STORE_METHODS = [
+  'claim',
+  'done',
+  'release',
+  'extend',
+  'advance',
+  'releaseHold',
+  'extendHold',
+] as const;
+
+/** @internal Check every option of {@link createGate}, naming the one at fault. */
+export function resolveGateOptions(options: GateOptions): ResolvedGateOptions {
+  if (typeof options !== 'object' || options === null)
+    invalidOption('options', 'must be an object');
+  const { store, provider } = options;
+  for (const method of STORE_METHODS) {
+    if (typeof store?.[method] !== 'function')
+      invalidOption('store', `must be a ClaimStore (no ${method}())`);
+  }
+  const namespace = options.namespace ?? 'hookgate';
+  if (typeof namespace !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(namespace)) {
+    invalidOption('namespace', 'must be 1 to 64 characters of A-Z a-z 0-9 _ . -');
+  }
+  const claimTtlMs = positiveMs('claimTtlMs', options.claimTtlMs, 5 * MINUTE);
+  const doneTtlMs = positiveMs('doneTtlMs', options.doneTtlMs ?? provider?.doneTtlMs, DAY);
+  const onFailure = options.onFailure ?? 'release';
+  if (onFailure !== 'release' && onFailure !== 'retain') {
+    invalidOption('onFailure', "must be 'release' or 'retain'");
+  }
+  const seq = options.sequence === true ? {} : options.sequence || undefined;
+  const subject = seq?.subject ?? options.subject ?? provider?.subject;
+  const occurredAt = seq?.occurredAt ?? options.occurredAt ?? provider?.occurredAt;
+  let sequence: ResolvedGateOptions['sequence'];
+  if (seq !== undefined) {
+    if (subject === undefined || occurredAt === undefined) {
+      invalidOption(
+        'sequence',
+        'needs a subject and an occurredAt selector (in it, the options or the preset)',
+      );
+    }
+    const ties = seq.ties ?? 'drop';
+    if (ties !== 'drop' && ties !== 'apply')
+      invalidOption('sequence.ties', "must be 'drop' or 'apply'");
+    sequence = { ttlMs: positiveMs('sequence.ttlMs', seq.ttlMs, 30 * DAY), ties };
+  }
+  if (options.onDecision !== undefined && typeof options.onDecision !== 'function') {
+    invalidOption('onDecision', 'must be a function');
+  }
+  return {
+    store,
+    namespace,
+    provider: provider?.name ?? options.name,
+    deriver: compileKeyOptions(options),
+    subject: subject === undefined ? undefined : compileSelector(subject, 'subject'),
+    occurredAt: occurredAt === undefined ? undefined : compileSelector(occurredAt, 'occurredAt'),
+    claimTtlMs,
+    doneTtlMs,
+    retain: onFailure === 'retain',
+    sequence,
+    heartbeat: heartbeatOptions(options.heartbeat, claimTtlMs),
+    onDecision: options.onDecision,
+  };
+}
+
+function heartbeatOptions(
+  heartbeat: GateOptions['heartbeat'],
+  claimTtlMs: number,
+): ResolvedGateOptions['heartbeat'] {
+  if (heartbeat === undefined || heartbeat === false) return undefined;
+  const given = heartbeat === true ? {} : heartbeat;
+  if (typeof given !== 'object' || given === null) {
+    invalidOption('heartbeat', 'must be a boolean or { intervalMs?, maxMs? }');
+  }
+  const intervalMs = positiveMs(
+    'heartbeat.intervalMs',
+    given.intervalMs,
+    Math.max(1, Math.floor(claimTtlMs / 3)),
+  );
+  if (intervalMs >= claimTtlMs) {
+    invalidOption('heartbeat.intervalMs', 'must be shorter than claimTtlMs');
+  }
+  return { intervalMs, maxMs: positiveMs('heartbeat.maxMs', given.maxMs, HOUR) };
+}
+
+/** @internal A duration option: a positive integer of milliseconds, or `fallback` when absent. */
+export function positiveMs(option: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || value <= 0) {
+    invalidOption(option, `must be a positive integer of milliseconds (got ${String(value)})`);
+  }
+  return value;
+}

@@ -1,0 +1,236 @@
+import type { Report } from './decisions.js';
+import {
+  type HookgateError,
+  LeaseLostError,
+  StoreUnavailableError,
+  toStoreError,
+} from './errors.js';
+import type { ResolvedGateOptions } from './gate-options.js';
+import type { Prepared } from './prepare.js';
+
+/** @internal What a lease needs from its gate: the store, the TTLs, and where to report. */
+export type LeaseHost = Pick<
+  ResolvedGateOptions,
+  'store' | 'claimTtlMs' | 'doneTtlMs' | 'retain' | 'heartbeat'
+> & { readonly report: Report };
+
+type Operation = 'done' | 'release' | 'extend';
+
+/**
+ * - `held`: acquired, no settle attempted yet; the heartbeat (if any) runs.
+ * - `settling`: a settle was attempted and met a store failure; it may be tried again, nothing
+ *   extends the claim any more, so it expires `claimTtlMs` after its last extension.
+ * - `settled`: done, released or retained. Later settles are no-ops.
+ * - `lost`: another owner holds the key. Every later call rejects with `LeaseLostError`.
+ */
+type Phase = 'held' | 'settling' | 'settled' | 'lost';
+
+/**
+ * @internal The one owner of an acquired claim, from acquisition to settlement: its token, its
+ * heartbeat, the subject's hold under the sequence guard, whether it is settled and whether it
+ * was lost. `gate.run`, the `Claim` handle and the bindings all settle through it.
+ *
+ * Rules it keeps (DESIGN.md, "The lease has one owner"):
+ * - the first settle attempt ends the heartbeat, whether or not the store call succeeds;
+ * - the heartbeat stops `heartbeat.maxMs` after acquisition;
+ * - a store call that throws synchronously is a rejection (every call is awaited in a `try`);
+ * - the lease is lost only when another owner holds the key, `lease-lost` is reported once,
+ *   never after a successful settle, and every call after it rejects with `LeaseLostError`.
+ */
+export class Lease<TPayload = unknown> {
+  readonly #host: LeaseHost;
+  readonly #prepared: Prepared<TPayload>;
+  readonly #token: string;
+  readonly #acquiredAt: number;
+  #phase: Phase = 'held';
+  #heartbeat: Heartbeat | undefined;
+  /** Whether the subject's hold (sequence guard) still needs releasing. */
+  #holding: boolean;
+
+  constructor(host: LeaseHost, prepared: Prepared<TPayload>, token: string) {
+    this.#host = host;
+    this.#prepared = prepared;
+    this.#token = token;
+    this.#acquiredAt = Date.now();
+    this.#holding = prepared.subjectKey !== undefined;
+    const { heartbeat } = host;
+    if (heartbeat !== undefined) {
+      this.#heartbeat = new Heartbeat(
+        heartbeat.intervalMs,
+        this.#acquiredAt + heartbeat.maxMs,
+        () => this.#beat(),
+      );
+    }
+  }
+
+  /** The owner token (also the fencing token a handler may pass on). */
+  get token(): string {
+    return this.#token;
+  }
+
+  /**
+   * Record the event as done for `doneTtlMs`. A store failure is tried once more (done is
+   * idempotent for its owner) before it rejects.
+   * @throws LeaseLostError when another owner holds the key.
+   * @throws StoreUnavailableError when both attempts failed; the claim then expires.
+   */
+  async done(): Promise<void> {
+    try {
+      await this.#settle('done');
+    } catch (error) {
+      if (!(error instanceof StoreUnavailableError)) throw error;
+      await this.#settle('done');
+    }
+  }
+
+  /** Delete the claim so that the next delivery redoes the work. */
+  release(cause?: unknown): Promise<void> {
+    return this.#settle('released', cause);
+  }
+
+  /** Settle a failed attempt as `onFailure` says: release, or retain as done. */
+  fail(cause: unknown): Promise<void> {
+    return this.#settle(this.#host.retain ? 'retained' : 'released', cause);
+  }
+
+  /**
+   * Reset the claim's TTL to `ms` (and the subject's hold with it). A claim that expired while
+   * nobody else took the key is taken back. After a settle attempt this does nothing: a claim
+   * whose settle failed must expire.
+   * @throws LeaseLostError when another owner holds the key.
+   */
+  async extend(ms: number): Promise<void> {
+    if (this.#phase === 'lost') throw this.#lostError('extend');
+    if (this.#phase !== 'held') return;
+    await this.#keep(ms);
+  }
+
+  async #settle(decision: 'done' | 'released' | 'retained', cause?: unknown): Promise<void> {
+    if (this.#phase === 'lost') throw this.#lostError(decision === 'released' ? 'release' : 'done');
+    if (this.#phase === 'settled') return;
+    this.#phase = 'settling';
+    this.#heartbeat?.stop();
+    const { store, doneTtlMs, report } = this.#host;
+    const { claimKey, event } = this.#prepared;
+    const operation = decision === 'released' ? 'release' : 'done';
+    let owned: boolean;
+    try {
+      owned =
+        operation === 'release'
+          ? await store.release(claimKey, this.#token)
+          : await store.done(claimKey, this.#token, doneTtlMs);
+    } catch (error) {
+      throw this.#storeFailed(error, operation);
+    } finally {
+      if (this.#holding) await this.#releaseHold();
+    }
+    if (!owned) throw this.#lose(operation);
+    if ((this.#phase as Phase) === 'settled') return; // a concurrent settle got there first
+    this.#phase = 'settled';
+    report(
+      decision,
+      event,
+      cause === undefined
+        ? { durationMs: Date.now() - this.#acquiredAt }
+        : { durationMs: Date.now() - this.#acquiredAt, error: cause },
+    );
+  }
+
+  /** One heartbeat: keep the claim for another `claimTtlMs`. A store failure is a missed beat. */
+  async #beat(): Promise<void> {
+    try {
+      await this.#keep(this.#host.claimTtlMs);
+    } catch (error) {
+      // LeaseLostError has been reported and stopped the heartbeat; a store failure is retried
+      // on the next beat, and the claim outlives a few missed ones.
+      if (error instanceof LeaseLostError) this.#heartbeat?.stop();
+    }
+  }
+
+  /** Extend the claim (and the hold); take it back when it expired and nobody else holds it. */
+  async #keep(ms: number): Promise<void> {
+    const { store } = this.#host;
+    const { claimKey, subjectKey } = this.#prepared;
+    let owned: boolean;
+    try {
+      owned =
+        (await store.extend(claimKey, this.#token, ms)) ||
+        (await store.claim(claimKey, this.#token, ms)) === 'acquired';
+      if (owned && subjectKey !== undefined && this.#phase === 'held') {
+        await store.extendHold(subjectKey, this.#token, ms);
+      }
+    } catch (error) {
+      throw this.#storeFailed(error, 'extend');
+    }
+    // A settle started meanwhile (a reply that crossed it): the settle's result counts.
+    if (this.#phase !== 'held') return;
+    if (!owned) throw this.#lose('extend');
+  }
+
+  async #releaseHold(): Promise<void> {
+    this.#holding = false;
+    try {
+      await this.#host.store.releaseHold(this.#prepared.subjectKey!, this.#token);
+    } catch (error) {
+      // The hold then expires with the claim's TTL; nothing else to do.
+      this.#storeFailed(error, 'releaseHold');
+    }
+  }
+
+  /** The claim belongs to another owner now: report it once, and refuse everything after. */
+  #lose(operation: Operation): LeaseLostError {
+    const error = this.#lostError(operation);
+    if (this.#phase !== 'lost') {
+      this.#phase = 'lost';
+      this.#heartbeat?.stop();
+      this.#host.report('lease-lost', this.#prepared.event, { error });
+    }
+    return error;
+  }
+
+  #lostError(operation: Operation): LeaseLostError {
+    return new LeaseLostError(this.#prepared.claimKey, operation);
+  }
+
+  #storeFailed(error: unknown, operation: string): HookgateError {
+    const failure = toStoreError(error, operation);
+    this.#host.report('store-unavailable', this.#prepared.event, { error: failure });
+    return failure;
+  }
+}
+
+/**
+ * Calls `beat` every `intervalMs`, never two at once, until stopped or until the clock passes
+ * `untilMs`. `beat` handles its own failures.
+ */
+class Heartbeat {
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #beating = false;
+
+  constructor(
+    intervalMs: number,
+    readonly untilMs: number,
+    readonly beat: () => Promise<void>,
+  ) {
+    this.#timer = setInterval(() => this.#tick(), intervalMs);
+    // A heartbeat never keeps the process alive on its own.
+    (this.#timer as { unref?: () => void }).unref?.();
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #tick(): void {
+    if (Date.now() >= this.untilMs) {
+      this.stop();
+      return;
+    }
+    if (this.#beating) return;
+    this.#beating = true;
+    this.beat().then(() => {
+      this.#beating = false;
+    });
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * The Node.js layer the Node bindings (`@hookgate/express`, `@hookgate/koa`) share: reading a
+ * request's exact body bytes, and settling a claim on the status the response put on the wire.
+ * Web-standard bindings (`@hookgate/hono`) do not use it, so the main entry stays free of
+ * `node:` modules here.
+ *
+ * @packageDocumentation
+ * @module @hookgate/core/node
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type Claim, settleFromResponse } from '../index.js';
+
+/** What became of a request body: its bytes, or why there are none. */
+export type BodyRead =
+  | Buffer
+  /** The body is over the limit; the rest keeps flowing and is dropped, so a 413 can be written. */
+  | 'too-large'
+  /** The client went away (or the connection failed) before the body ended. */
+  | 'aborted';
+
+/**
+ * Read a request's exact body bytes, up to `limit`. Never rejects: a client that goes away
+ * mid-body is `'aborted'`, not an error (nothing was claimed, there is nobody to answer).
+ */
+export function readBody(req: IncomingMessage, limit: number): Promise<BodyRead> {
+  if (Number(req.headers['content-length']) > limit) return Promise.resolve('too-large');
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const finish = (result: BodyRead) => {
+      req.off('data', onData).off('end', onEnd).off('error', onGone).off('close', onGone);
+      resolve(result);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) finish('too-large');
+      else chunks.push(chunk);
+    };
+    const onEnd = () => finish(Buffer.concat(chunks, size));
+    const onGone = () => finish('aborted');
+    req.on('data', onData).on('end', onEnd).on('error', onGone).on('close', onGone);
+  });
+}
+
+/** Handed to a {@link settleOnWire} watch once the app is done with the request. */
+export interface WireWatch {
+  /**
+   * The app is done: when nothing reaches the wire after all (the connection closed first),
+   * settle as if it had answered `status` (with `error` when it failed). When the response
+   * does end, its own status decides.
+   */
+  appDone(status: number, error?: unknown): void;
+}
+
+/**
+ * Settle `claim` on the status the client was answered: the status of the headers written to
+ * the wire, read when the response ends. An app that sets `res.statusCode` after the answer
+ * left (an error handler that calls `res.status(500)` without checking `headersSent`) does not
+ * change what the provider got, so it does not change the settlement: a 2xx on the wire marks
+ * the claim done, anything else fails it (release or retain, per `onFailure`).
+ *
+ * When the connection closes before the response ends, the claim waits for the app to end it
+ * anyway (an Express handler runs on), or for {@link WireWatch.appDone}, whichever comes first.
+ * A handler that never answers leaves the claim to expire after `claimTtlMs` (or the
+ * heartbeat's `maxMs`).
+ */
+export function settleOnWire(res: ServerResponse, claim: Claim): WireWatch {
+  let sent: number | undefined;
+  let closed = false;
+  let done: { status: number; error?: unknown } | undefined;
+  let settled = false;
+  const settle = (status: number, error?: unknown) => {
+    if (settled) return;
+    settled = true;
+    void settleFromResponse(claim, status, error);
+  };
+
+  // Watch the status at the moment the headers are written, as `on-headers` does: Node writes
+  // them through `writeHead`, also implicitly (`res.end()` calls it with `res.statusCode`).
+  const writeHead = res.writeHead;
+  res.writeHead = function watchedWriteHead(this: ServerResponse, ...args: unknown[]) {
+    const result = (writeHead as (...a: unknown[]) => ServerResponse).apply(this, args);
+    sent ??= this.statusCode;
+    return result;
+  } as ServerResponse['writeHead'];
+
+  // The app's error, when it told one, explains a non-2xx answer (Koa writes its 500 after).
+  const onEnded = () => settle(sent ?? res.statusCode, done?.error);
+  res.once('prefinish', onEnded);
+  res.once('finish', onEnded);
+  res.once('close', () => {
+    if (res.writableEnded) onEnded();
+    else {
+      closed = true;
+      if (done !== undefined) settle(done.status, done.error);
+    }
+  });
+  return {
+    appDone(status, error) {
+      done = { status, error };
+      if (closed) settle(status, error);
+    },
+  };
+}

@@ -1,0 +1,317 @@
+/**
+ * The claim's life, from acquired to settled: one regression test per defect of the round-2
+ * lifecycle review (numbered as in the issue), each failing on the round-1 code for the reason
+ * it names. Timers and `Date` are faked, so nothing here depends on how busy the machine is.
+ */
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { MemoryStore } from '../../memory/src/index.js';
+import {
+  type ClaimStore,
+  canonicalJson,
+  createGate,
+  type DecisionEvent,
+  deriveKey,
+  type GateOptions,
+  InvalidDeliveryError,
+  LeaseLostError,
+  providers,
+  StoreUnavailableError,
+} from '../src/index.js';
+
+beforeEach(() => {
+  vi.useFakeTimers({ now: 1_750_000_000_000 });
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+const tick = (ms: number) => vi.advanceTimersByTimeAsync(ms);
+
+function gateWith(options: Partial<GateOptions> = {}, store: ClaimStore = new MemoryStore()) {
+  const decisions: DecisionEvent[] = [];
+  const gate = createGate({
+    store,
+    eventId: 'id',
+    onDecision: (event) => decisions.push(event),
+    ...options,
+  });
+  const seen = (decision: string) => decisions.filter((d) => d.decision === decision).length;
+  return { gate, store, decisions, seen };
+}
+
+function deferred<T = void>() {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+/** A MemoryStore whose next call of `op` rejects (or throws, `sync`) with a store error. */
+function failingOnce(op: keyof ClaimStore, sync = false): MemoryStore {
+  const store = new MemoryStore();
+  const real = (store[op] as (...args: unknown[]) => Promise<unknown>).bind(store);
+  let armed = true;
+  (store as unknown as Record<string, unknown>)[op] = (...args: unknown[]) => {
+    if (!armed) return real(...args);
+    armed = false;
+    const error = new Error(`BUSY Redis is busy running a script (${op})`);
+    if (sync) throw error;
+    return Promise.reject(error);
+  };
+  return store;
+}
+
+describe('1. the first settle attempt ends the heartbeat, even when the store fails it', () => {
+  for (const op of ['release', 'done'] as const) {
+    it(`a ${op} that meets a store error leaves the claim to expire after claimTtlMs`, async () => {
+      const store = failingOnce(op);
+      const { gate } = gateWith({ claimTtlMs: 1_000, heartbeat: true }, store);
+      const delivery = { payload: { id: 'evt_1' } };
+      const claim = await gate.claim(delivery);
+      await tick(500);
+      const settle = op === 'release' ? claim.release() : claim.done();
+      // done is tried twice before it gives up; fail the second try too.
+      if (op === 'done') store.done = () => Promise.reject(new Error('BUSY again'));
+      await expect(settle).rejects.toBeInstanceOf(StoreUnavailableError);
+      await tick(1_001);
+      // The heartbeat did not keep the processing record alive: the redelivery runs.
+      expect((await gate.run(delivery, () => 'redone')).status).toBe('processed');
+    });
+  }
+});
+
+describe('3. the sequence guard lets one event per subject in at a time', () => {
+  const at = (id: string, t: number) => ({
+    payload: { id, grant_id: 'g1', occurred_at: 1_714_557_600 + t },
+  });
+
+  it('a newer event arriving while an older one runs is in-flight; the newest state is the last applied', async () => {
+    const { gate } = gateWith({ provider: providers.grantPortal, sequence: true });
+    const applied: string[] = [];
+    const slow = deferred();
+    const e2 = gate.run(at('e2', 2), async (event) => {
+      await slow.promise;
+      applied.push(event.key);
+    });
+    await tick(0);
+    // e3 is newer, but e2 holds the subject: come back later.
+    expect(await gate.run(at('e3', 3), (event) => applied.push(event.key))).toEqual({
+      status: 'in-flight',
+      key: 'evt:e3',
+    });
+    slow.resolve();
+    expect((await e2).status).toBe('processed');
+    // The provider comes back with e3: newer than the watermark, processed.
+    expect((await gate.run(at('e3', 3), (event) => applied.push(event.key))).status).toBe(
+      'processed',
+    );
+    expect(applied).toEqual(['evt:e2', 'evt:e3']);
+    // And e1, older than both, is stale.
+    expect((await gate.run(at('e1', 1), () => applied.push('e1'))).status).toBe('stale');
+  });
+
+  it("the subject's hold ends when the event's handler fails, and the retry runs", async () => {
+    const { gate } = gateWith({ provider: providers.grantPortal, sequence: true });
+    await expect(gate.run(at('e2', 2), () => Promise.reject(new Error('x')))).rejects.toThrow('x');
+    expect((await gate.run(at('e3', 3), () => 1)).status).toBe('processed');
+  });
+
+  it("the subject's hold expires with its claim when the worker crashed", async () => {
+    const { gate } = gateWith({
+      provider: providers.grantPortal,
+      sequence: true,
+      claimTtlMs: 1_000,
+    });
+    expect((await gate.claim(at('e2', 2))).acquired).toBe(true); // never settled
+    expect((await gate.run(at('e3', 3), () => 1)).status).toBe('in-flight');
+    await tick(1_001);
+    expect((await gate.run(at('e3', 3), () => 1)).status).toBe('processed');
+  });
+});
+
+describe('4. the heartbeat is bounded by heartbeat.maxMs', () => {
+  it('a handler that never ends holds its claim for maxMs, then a redelivery runs and the late handler gets LeaseLostError', async () => {
+    const { gate, seen } = gateWith({
+      claimTtlMs: 1_000,
+      heartbeat: { maxMs: 10_000 },
+    });
+    const delivery = { payload: { id: 'evt_hang' } };
+    const hang = deferred();
+    const first = gate.run(delivery, () => hang.promise);
+    const settled = first.catch((error: unknown) => error);
+    await tick(9_000);
+    expect((await gate.run(delivery, () => 'x')).status).toBe('in-flight');
+    await tick(2_100); // past maxMs, and past the last extension's claimTtlMs
+    expect(await gate.run(delivery, () => 'redone')).toMatchObject({ status: 'processed' });
+    hang.resolve();
+    expect(await settled).toBeInstanceOf(LeaseLostError);
+    expect(seen('lease-lost')).toBe(1);
+  });
+
+  it('intervalMs defaults to claimTtlMs / 3 when only maxMs is given', async () => {
+    const store = new MemoryStore();
+    const extend = vi.spyOn(store, 'extend');
+    const { gate } = gateWith({ claimTtlMs: 900, heartbeat: { maxMs: 60_000 } }, store);
+    const hang = deferred();
+    const run = gate.run({ payload: { id: 'evt_1' } }, () => hang.promise);
+    await tick(3_000);
+    expect(extend).toHaveBeenCalledTimes(10);
+    hang.resolve();
+    await run;
+  });
+});
+
+describe('5. every store call is guarded: a synchronous throw is a rejection', () => {
+  it('an extend that throws synchronously in the heartbeat is a missed beat, not a crash', async () => {
+    const store = failingOnce('extend', true);
+    const { gate } = gateWith({ claimTtlMs: 900, heartbeat: true }, store);
+    const run = gate.run(
+      { payload: { id: 'evt_1' } },
+      () => new Promise((r) => setTimeout(r, 1_000)),
+    );
+    await tick(1_000); // a throw escaping the timer would surface here
+    expect((await run).status).toBe('processed');
+  });
+
+  it('a release that throws synchronously after a failed sequence step is a StoreUnavailableError', async () => {
+    const store = failingOnce('release', true);
+    store.advance = () => Promise.reject(new Error('timeout'));
+    const { gate } = gateWith({ provider: providers.grantPortal, sequence: true }, store);
+    const delivery = { payload: { id: 'e1', grant_id: 'g', occurred_at: 1_714_557_600 } };
+    await expect(gate.run(delivery, () => 1)).rejects.toBeInstanceOf(StoreUnavailableError);
+  });
+
+  for (const op of ['claim', 'done', 'release'] as const) {
+    it(`a ${op} that throws synchronously rejects with StoreUnavailableError`, async () => {
+      const store = new MemoryStore();
+      const claim = await createGate({ store, eventId: 'id' }).claim({ payload: { id: 'evt_1' } });
+      store[op] = () => {
+        throw new Error('not connected');
+      };
+      const gate = createGate({ store, eventId: 'id' });
+      const attempt = op === 'claim' ? gate.claim({ payload: { id: 'evt_2' } }) : claim[op]();
+      await expect(attempt).rejects.toBeInstanceOf(StoreUnavailableError);
+    });
+  }
+});
+
+describe('6. lease-lost is never reported after a successful done', () => {
+  it('an extend reply that arrives after done is not a lost lease', async () => {
+    const store = new MemoryStore();
+    const realExtend = store.extend.bind(store);
+    const realDone = store.done.bind(store);
+    // Hold every beat's extend until done has landed, then let it run: it finds d:<token>.
+    const pending: Array<() => void> = [];
+    store.extend = (...args) =>
+      new Promise((resolve, reject) => {
+        pending.push(() => realExtend(...args).then(resolve, reject));
+      });
+    store.done = async (...args) => {
+      const owned = await realDone(...args);
+      for (const run of pending.splice(0)) run();
+      await Promise.resolve();
+      return owned;
+    };
+    const { gate, seen } = gateWith({ claimTtlMs: 900, heartbeat: { intervalMs: 1 } }, store);
+    const claim = await gate.claim({ payload: { id: 'evt_1' } });
+    await tick(5);
+    await claim.done();
+    await tick(5);
+    expect(seen('done')).toBe(1);
+    expect(seen('lease-lost')).toBe(0);
+  });
+});
+
+describe('9. canonicalJson follows JSON.stringify for toJSON, and hostile payloads are invalid deliveries', () => {
+  it('a plain object with its own toJSON is serialized through it', () => {
+    const value = { a: 1, toJSON: () => ({ z: 2, b: [1, { toJSON: () => 'x' }] }) };
+    expect(canonicalJson(value)).toBe('{"b":[1,"x"],"z":2}');
+    expect(canonicalJson(value)).toBe(canonicalJson(JSON.parse(JSON.stringify(value))));
+  });
+
+  for (const [name, payload] of [
+    [
+      'a getter that throws null',
+      Object.defineProperty({}, 'x', {
+        enumerable: true,
+        get() {
+          throw null;
+        },
+      }),
+    ],
+    [
+      'a toJSON that throws a string',
+      {
+        toJSON() {
+          throw 'nope';
+        },
+      },
+    ],
+  ] as const) {
+    it(`${name} is an InvalidDeliveryError (not-json)`, () => {
+      const error = (() => {
+        try {
+          deriveKey({ payload });
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(error).toBeInstanceOf(InvalidDeliveryError);
+      expect(error).toMatchObject({ reason: 'not-json' });
+    });
+  }
+});
+
+describe('10. once a lease is lost, every later call on the handle rejects with LeaseLostError', () => {
+  for (const first of ['release', 'done'] as const) {
+    it(`after ${first} finds another owner, done, release and extend reject too`, async () => {
+      const { gate, seen } = gateWith({ claimTtlMs: 1_000 });
+      const delivery = { payload: { id: 'evt_1' } };
+      const claim = await gate.claim(delivery);
+      await tick(1_001);
+      const other = await gate.claim(delivery);
+      expect(other.acquired).toBe(true);
+      await expect(claim[first]()).rejects.toBeInstanceOf(LeaseLostError);
+      await expect(claim.done()).rejects.toBeInstanceOf(LeaseLostError);
+      await expect(claim.release()).rejects.toBeInstanceOf(LeaseLostError);
+      await expect(claim.extend()).rejects.toBeInstanceOf(LeaseLostError);
+      await expect(claim.fail(new Error('x'))).rejects.toBeInstanceOf(LeaseLostError);
+      expect(seen('lease-lost')).toBe(1);
+      // The other worker's claim is untouched.
+      await other.done();
+      expect((await gate.run(delivery, () => 1)).status).toBe('duplicate');
+    });
+  }
+});
+
+describe('11. a lease is lost only when another owner holds the key', () => {
+  it('a handler that outlived its claim while nobody took the key records done, once', async () => {
+    const { gate, seen } = gateWith({ claimTtlMs: 1_000 });
+    const delivery = { payload: { id: 'evt_late' } };
+    let runs = 0;
+    const run = gate
+      .run(delivery, async () => {
+        runs++;
+        await new Promise((r) => setTimeout(r, 5_000));
+        return 'late';
+      })
+      .then(undefined, (e: unknown) => e);
+    await tick(5_000);
+    expect(await run).toEqual({ status: 'processed', key: 'evt:evt_late', result: 'late' });
+    expect((await gate.run(delivery, () => runs++)).status).toBe('duplicate');
+    expect(runs).toBe(1);
+    expect(seen('lease-lost')).toBe(0);
+  });
+
+  it('an extend that finds the claim gone, with nobody else holding it, takes it back', async () => {
+    const { gate, seen } = gateWith({ claimTtlMs: 1_000 });
+    const delivery = { payload: { id: 'evt_1' } };
+    const claim = await gate.claim(delivery);
+    await tick(1_500);
+    await claim.extend();
+    expect((await gate.run(delivery, () => 1)).status).toBe('in-flight');
+    await claim.done();
+    expect(seen('lease-lost')).toBe(0);
+  });
+});
