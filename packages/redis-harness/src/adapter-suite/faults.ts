@@ -1,4 +1,4 @@
-import { StoreUnavailableError } from '@hookgate/core';
+import { createGate, StoreUnavailableError } from '@hookgate/core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type RedisServer, startRedis } from '../server.js';
 import { type RedisDriver, tracked } from './driver.js';
@@ -116,4 +116,56 @@ export function faultTests<C extends object>(given: RedisDriver<C>): void {
     expect(await store.done(claimKey, token, 60_000)).toBe(true);
     expect(await server.command('GET', claimKey)).toBe(`d:${token}`);
   });
+
+  it('a release met by BUSY (a long script) ends the heartbeat: the claim expires after claimTtlMs and a redelivery runs', async () => {
+    const store = driver.store(await driver.client(server.port), { timeoutMs: 2_000 });
+    const claimTtlMs = 1_000;
+    const gate = createGate({
+      store,
+      eventId: 'id',
+      namespace: `busy-${crypto.randomUUID()}`,
+      claimTtlMs,
+      heartbeat: { intervalMs: 100 },
+    });
+    const delivery = { payload: { id: 'evt_busy' } };
+    const claim = await gate.claim(delivery);
+    expect(claim.acquired).toBe(true);
+    await server.command('CONFIG', 'SET', 'busy-reply-threshold', '50');
+    // Another client runs a script for ~450 ms: past 50 ms, every other command gets -BUSY.
+    const busy = server.command('EVAL', BUSY_FOR_450_MS, '0');
+    try {
+      await until(async () => {
+        const reply = await server.command('PING').then(
+          () => 'PONG',
+          (error: Error) => error.message,
+        );
+        return reply.startsWith('BUSY');
+      });
+      const error = await rejection(claim.release());
+      expect(error.message).toMatch(/BUSY/);
+    } finally {
+      await busy;
+      await server.command('CONFIG', 'SET', 'busy-reply-threshold', '5000');
+    }
+    // The failed release stopped the heartbeat: the claim expires claimTtlMs after the last
+    // extension (it would be renewed every 100 ms forever otherwise).
+    const deadline = Date.now() + claimTtlMs + 3_000;
+    let status = '';
+    while (Date.now() < deadline) {
+      status = (await gate.run(delivery, () => 'redone')).status;
+      if (status === 'processed') break;
+      await sleep(50);
+    }
+    expect(status).toBe('processed');
+  });
 }
+
+/** A script that keeps Redis busy for about 450 ms. */
+const BUSY_FOR_450_MS = `
+local t = redis.call('TIME')
+local start = tonumber(t[1]) * 1000000 + tonumber(t[2])
+while true do
+  local now = redis.call('TIME')
+  if tonumber(now[1]) * 1000000 + tonumber(now[2]) - start > 450000 then return 1 end
+end
+`;
