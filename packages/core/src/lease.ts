@@ -147,18 +147,24 @@ export class Lease<TPayload = unknown> {
     }
   }
 
-  /** Extend the claim (and the hold); take it back when it expired and nobody else holds it. */
+  /**
+   * Extend the claim and the subject's hold; take the claim back when it expired and nobody
+   * else holds the key. The hold goes first and the claim only follows it, so that the claim
+   * never outlives the hold: a subject whose hold could not be kept lets its claim expire too.
+   */
   async #keep(ms: number): Promise<void> {
     const { store } = this.#host;
     const { claimKey, subjectKey } = this.#prepared;
     let owned: boolean;
     try {
+      if (subjectKey !== undefined && !(await store.extendHold(subjectKey, this.#token, ms))) {
+        // Another event holds the subject: it saw ours expire. Let the claim expire as well.
+        this.#heartbeat?.stop();
+        return;
+      }
       owned =
         (await store.extend(claimKey, this.#token, ms)) ||
-        (await store.claim(claimKey, this.#token, ms)) === 'acquired';
-      if (owned && subjectKey !== undefined && this.#phase === 'held') {
-        await store.extendHold(subjectKey, this.#token, ms);
-      }
+        (this.#phase === 'held' && (await store.claim(claimKey, this.#token, ms)) === 'acquired');
     } catch (error) {
       throw this.#storeFailed(error, 'extend');
     }

@@ -481,6 +481,14 @@ describe('options', () => {
     expect((await gate.run({ payload: { id: 'evt_9' } }, () => 1)).key).toBe('evt:evt_9');
   });
 
+  it('a namespace cannot alias another one’s keys: X:seq is refused, so seq keys stay X’s own', async () => {
+    const store = new MemoryStore();
+    expect(() => createGate({ store, namespace: 'X:seq' })).toThrow(/`namespace`/);
+    const ok = createGate({ store, namespace: 'A-z_0.9', eventId: 'id' });
+    expect((await ok.run({ payload: { id: 'e' } }, () => 1)).status).toBe('processed');
+    expect(await store.claim('A-z_0.9:evt:e', 'probe', 1000)).toBe('done');
+  });
+
   it('namespaces separate tenants', async () => {
     const store = new MemoryStore();
     const a = createGate({ store, eventId: 'id', namespace: 'tenant-a' });
@@ -498,7 +506,13 @@ describe('options', () => {
     [{ onFailure: 'ignore' }, 'onFailure'],
     [{ sequence: true, subject: undefined }, 'sequence'],
     [{ sequence: { subject: 'a', occurredAt: 'b', ties: 'maybe' } }, 'sequence.ties'],
+    [{ namespace: 'tenant:a' }, 'namespace'],
+    [{ namespace: 'x'.repeat(65) }, 'namespace'],
+    [{ namespace: 'tenant/a' }, 'namespace'],
     [{ heartbeat: { intervalMs: 400_000 } }, 'heartbeat.intervalMs'],
+    [{ heartbeat: { maxMs: 0 } }, 'heartbeat.maxMs'],
+    [{ heartbeat: { intervalMs: 1.5 } }, 'heartbeat.intervalMs'],
+    [{ heartbeat: 'yes' }, 'heartbeat'],
     [{ eventId: 'data..id' }, 'eventId'],
     [{ eventId: { header: 'bad header' } }, 'eventId'],
     [{ eventId: 42 }, 'eventId'],
