@@ -62,7 +62,10 @@ export async function baselineNew(raw: RawCommands, id: string): Promise<void> {
   await raw.set(key, 'd:' + token, DONE_TTL);
 }
 
-/** The hand-written sequenced path: claim, a watermark `SET` (not even compared), done. */
+/**
+ * The hand-written sequenced path: claim, a watermark write that also holds the subject (not
+ * even compared), done, and the write that ends the hold. Four commands, as `gate.run` sends.
+ */
 export async function baselineSequenced(
   raw: RawCommands,
   id: string,
@@ -70,11 +73,13 @@ export async function baselineSequenced(
   at: number,
 ): Promise<void> {
   const key = `${NS}:evt:${id}`;
+  const seq = `${NS}:seq:${subject}`;
   const token = randomUUID();
   if (!(await raw.setNx(key, 'p:' + token, CLAIM_TTL))) return;
-  await raw.set(`${NS}:seq:${subject}`, `${at}:evt:${id}`, 30 * DONE_TTL);
+  await raw.set(seq, `h:${at + CLAIM_TTL}:${token}:${at}:evt:${id}`, 30 * DONE_TTL);
   handler();
   await raw.set(key, 'd:' + token, DONE_TTL);
+  await raw.set(seq, `${at}:evt:${id}`, 30 * DONE_TTL);
 }
 
 export interface Client {

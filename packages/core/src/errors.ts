@@ -87,19 +87,20 @@ export class InvalidDeliveryError extends HookgateError {
 }
 
 /**
- * `done`, `release` or `extend` found that the claim is no longer ours: it outlived
- * `claimTtlMs` and expired, and another worker may hold the key now. Nothing was changed.
+ * `done`, `release` or `extend` found that the claim is no longer ours: it outlived its TTL,
+ * and another worker claimed the key (it is redoing the event, or did it). Nothing was
+ * changed. An expired claim that nobody took is not lost: `done` still records it.
  */
 export class LeaseLostError extends HookgateError {
   protected static override readonly matches = ErrorCode.LEASE_LOST;
   /** The store key whose claim was lost. */
   readonly key: string;
-  /** The operation that found the claim gone. */
+  /** The operation that found the claim taken. */
   readonly operation: 'done' | 'release' | 'extend';
   constructor(key: string, operation: 'done' | 'release' | 'extend') {
     super(
       ErrorCode.LEASE_LOST,
-      `claim on ${key} was lost before ${operation}: it expired and may belong to another worker now`,
+      `claim on ${key} was lost before ${operation}: it expired and another worker claimed the key`,
     );
     this.name = 'LeaseLostError';
     this.key = key;

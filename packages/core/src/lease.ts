@@ -44,6 +44,8 @@ export class Lease<TPayload = unknown> {
   readonly #acquiredAt: number;
   #phase: Phase = 'held';
   #heartbeat: Heartbeat | undefined;
+  /** The settle attempt in flight, if any. */
+  #settling: Promise<void> | undefined;
   /** Whether the subject's hold (sequence guard) still needs releasing. */
   #holding: boolean;
 
@@ -61,11 +63,6 @@ export class Lease<TPayload = unknown> {
         () => this.#beat(),
       );
     }
-  }
-
-  /** The owner token (also the fencing token a handler may pass on). */
-  get token(): string {
-    return this.#token;
   }
 
   /**
@@ -96,7 +93,7 @@ export class Lease<TPayload = unknown> {
   /**
    * Reset the claim's TTL to `ms` (and the subject's hold with it). A claim that expired while
    * nobody else took the key is taken back. After a settle attempt this does nothing: a claim
-   * whose settle failed must expire.
+   * whose settle failed must expire. So does a claim whose subject another event holds now.
    * @throws LeaseLostError when another owner holds the key.
    */
   async extend(ms: number): Promise<void> {
@@ -105,9 +102,21 @@ export class Lease<TPayload = unknown> {
     await this.#keep(ms);
   }
 
+  /** Settles run one at a time: a second one waits for the first, then sees its result. */
   async #settle(decision: 'done' | 'released' | 'retained', cause?: unknown): Promise<void> {
+    while (this.#settling !== undefined) await this.#settling.catch(() => {});
     if (this.#phase === 'lost') throw this.#lostError(decision === 'released' ? 'release' : 'done');
     if (this.#phase === 'settled') return;
+    const attempt = this.#attempt(decision, cause);
+    this.#settling = attempt;
+    try {
+      await attempt;
+    } finally {
+      this.#settling = undefined;
+    }
+  }
+
+  async #attempt(decision: 'done' | 'released' | 'retained', cause: unknown): Promise<void> {
     this.#phase = 'settling';
     this.#heartbeat?.stop();
     const { store, doneTtlMs, report } = this.#host;
@@ -125,7 +134,6 @@ export class Lease<TPayload = unknown> {
       if (this.#holding) await this.#releaseHold();
     }
     if (!owned) throw this.#lose(operation);
-    if ((this.#phase as Phase) === 'settled') return; // a concurrent settle got there first
     this.#phase = 'settled';
     report(
       decision,
@@ -140,10 +148,9 @@ export class Lease<TPayload = unknown> {
   async #beat(): Promise<void> {
     try {
       await this.#keep(this.#host.claimTtlMs);
-    } catch (error) {
-      // LeaseLostError has been reported and stopped the heartbeat; a store failure is retried
-      // on the next beat, and the claim outlives a few missed ones.
-      if (error instanceof LeaseLostError) this.#heartbeat?.stop();
+    } catch {
+      // A lost lease has been reported and has stopped the heartbeat; a store failure (also
+      // reported) is retried on the next beat, and the claim outlives a few missed ones.
     }
   }
 

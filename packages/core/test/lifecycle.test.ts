@@ -223,6 +223,18 @@ describe('6. lease-lost is never reported after a successful done', () => {
   });
 });
 
+describe('6b. settles run one at a time', () => {
+  it('a release racing a done that wins is a no-op, not a lost lease', async () => {
+    const { gate, seen } = gateWith();
+    const delivery = { payload: { id: 'evt_1' } };
+    const claim = await gate.claim(delivery);
+    await Promise.all([claim.done(), claim.release()]);
+    expect(seen('done')).toBe(1);
+    expect(seen('lease-lost')).toBe(0);
+    expect((await gate.run(delivery, () => 1)).status).toBe('duplicate');
+  });
+});
+
 describe('9. canonicalJson follows JSON.stringify for toJSON, and hostile payloads are invalid deliveries', () => {
   it('a plain object with its own toJSON is serialized through it', () => {
     const value = { a: 1, toJSON: () => ({ z: 2, b: [1, { toJSON: () => 'x' }] }) };

@@ -432,7 +432,8 @@ describe('faults in the workers (claimTtlMs 3 s)', () => {
    * The handler has committed its work and answered 2xx; its done goes out while Redis is down.
    * ioredis keeps the command and re-sends it after reconnecting (the gate has long given up
    * waiting on it): if the claim is still alive then, the done lands; if the outage outlasted
-   * the claim, the claim is gone and the next redelivery runs the event again.
+   * the claim, done on the absent key still records the event, unless the next redelivery
+   * claimed the key first and runs the event again.
    */
   async function outageBeforeDone(prefix: string, outageMs: (claimedAt: number) => number) {
     const [event] = events(prefix, 1) as [GrantEvent];
