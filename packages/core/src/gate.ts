@@ -117,7 +117,16 @@ class GateImpl<TPayload> implements Gate<TPayload> {
     this.namespace = options.namespace;
     this.#report = createReporter(options.namespace, options.provider, options.onDecision);
     const { store, claimTtlMs, doneTtlMs, retain, heartbeat } = options;
-    this.#host = { store, claimTtlMs, doneTtlMs, retain, heartbeat, report: this.#report };
+    const reporting = options.onDecision !== undefined;
+    this.#host = {
+      store,
+      claimTtlMs,
+      doneTtlMs,
+      retain,
+      heartbeat,
+      report: this.#report,
+      reporting,
+    };
   }
 
   async run<TResult>(

@@ -12,7 +12,11 @@ import type { Prepared } from './prepare.js';
 export type LeaseHost = Pick<
   ResolvedGateOptions,
   'store' | 'claimTtlMs' | 'doneTtlMs' | 'retain' | 'heartbeat'
-> & { readonly report: Report };
+> & {
+  readonly report: Report;
+  /** Whether anyone listens to `report` (details are not built otherwise). */
+  readonly reporting: boolean;
+};
 
 type Operation = 'done' | 'release' | 'extend';
 
@@ -44,8 +48,9 @@ export class Lease<TPayload = unknown> {
   readonly #acquiredAt: number;
   #phase: Phase = 'held';
   #heartbeat: Heartbeat | undefined;
-  /** The settle attempt in flight, if any. */
-  #settling: Promise<void> | undefined;
+  /** Whether a settle is in flight; later ones wait in `#waiting`. */
+  #settling = false;
+  #waiting: Array<() => void> | undefined;
   /** Whether the subject's hold (sequence guard) still needs releasing. */
   #holding: boolean;
 
@@ -53,7 +58,8 @@ export class Lease<TPayload = unknown> {
     this.#host = host;
     this.#prepared = prepared;
     this.#token = token;
-    this.#acquiredAt = Date.now();
+    // The clock is read only for what needs it: the heartbeat's bound and reported durations.
+    this.#acquiredAt = host.reporting || host.heartbeat !== undefined ? Date.now() : 0;
     this.#holding = prepared.subjectKey !== undefined;
     const { heartbeat } = host;
     if (heartbeat !== undefined) {
@@ -71,23 +77,18 @@ export class Lease<TPayload = unknown> {
    * @throws LeaseLostError when another owner holds the key.
    * @throws StoreUnavailableError when both attempts failed; the claim then expires.
    */
-  async done(): Promise<void> {
-    try {
-      await this.#settle('done');
-    } catch (error) {
-      if (!(error instanceof StoreUnavailableError)) throw error;
-      await this.#settle('done');
-    }
+  done(): Promise<void> {
+    return this.#settle('done', undefined, 2);
   }
 
   /** Delete the claim so that the next delivery redoes the work. */
   release(cause?: unknown): Promise<void> {
-    return this.#settle('released', cause);
+    return this.#settle('released', cause, 1);
   }
 
   /** Settle a failed attempt as `onFailure` says: release, or retain as done. */
   fail(cause: unknown): Promise<void> {
-    return this.#settle(this.#host.retain ? 'retained' : 'released', cause);
+    return this.#settle(this.#host.retain ? 'retained' : 'released', cause, 1);
   }
 
   /**
@@ -102,46 +103,54 @@ export class Lease<TPayload = unknown> {
     await this.#keep(ms);
   }
 
-  /** Settles run one at a time: a second one waits for the first, then sees its result. */
-  async #settle(decision: 'done' | 'released' | 'retained', cause?: unknown): Promise<void> {
-    while (this.#settling !== undefined) await this.#settling.catch(() => {});
+  /**
+   * Settle the claim, trying a store failure up to `attempts` times. Settles run one at a time:
+   * a second one waits for the first, then sees its result (a release racing a done that won is
+   * a no-op, not a lost lease).
+   */
+  async #settle(
+    decision: 'done' | 'released' | 'retained',
+    cause: unknown,
+    attempts: number,
+  ): Promise<void> {
+    while (this.#settling) await new Promise<void>((resolve) => (this.#waiting ??= []).push(resolve));
     if (this.#phase === 'lost') throw this.#lostError(decision === 'released' ? 'release' : 'done');
     if (this.#phase === 'settled') return;
-    const attempt = this.#attempt(decision, cause);
-    this.#settling = attempt;
-    try {
-      await attempt;
-    } finally {
-      this.#settling = undefined;
-    }
-  }
-
-  async #attempt(decision: 'done' | 'released' | 'retained', cause: unknown): Promise<void> {
     this.#phase = 'settling';
+    this.#settling = true;
     this.#heartbeat?.stop();
-    const { store, doneTtlMs, report } = this.#host;
-    const { claimKey, event } = this.#prepared;
+    const { store, doneTtlMs } = this.#host;
+    const { claimKey } = this.#prepared;
     const operation = decision === 'released' ? 'release' : 'done';
-    let owned: boolean;
     try {
-      owned =
-        operation === 'release'
-          ? await store.release(claimKey, this.#token)
-          : await store.done(claimKey, this.#token, doneTtlMs);
-    } catch (error) {
-      throw this.#storeFailed(error, operation);
+      for (let attempt = 1; ; attempt++) {
+        let owned: boolean;
+        try {
+          owned =
+            operation === 'release'
+              ? await store.release(claimKey, this.#token)
+              : await store.done(claimKey, this.#token, doneTtlMs);
+        } catch (error) {
+          const failure = this.#storeFailed(error, operation);
+          if (attempt >= attempts || !(failure instanceof StoreUnavailableError)) throw failure;
+          continue;
+        }
+        if (!owned) throw this.#lose(operation);
+        this.#phase = 'settled';
+        if (this.#host.reporting) {
+          const durationMs = Date.now() - this.#acquiredAt;
+          const detail = cause === undefined ? { durationMs } : { durationMs, error: cause };
+          this.#host.report(decision, this.#prepared.event, detail);
+        }
+        return;
+      }
     } finally {
       if (this.#holding) await this.#releaseHold();
+      this.#settling = false;
+      const waiting = this.#waiting;
+      this.#waiting = undefined;
+      if (waiting !== undefined) for (const resume of waiting) resume();
     }
-    if (!owned) throw this.#lose(operation);
-    this.#phase = 'settled';
-    report(
-      decision,
-      event,
-      cause === undefined
-        ? { durationMs: Date.now() - this.#acquiredAt }
-        : { durationMs: Date.now() - this.#acquiredAt, error: cause },
-    );
   }
 
   /** One heartbeat: keep the claim for another `claimTtlMs`. A store failure is a missed beat. */
