@@ -113,7 +113,7 @@ export class Lease<TPayload = unknown> {
     cause: unknown,
     attempts: number,
   ): Promise<void> {
-    while (this.#settling) await new Promise<void>((resolve) => (this.#waiting ??= []).push(resolve));
+    while (this.#settling) await this.#turn();
     if (this.#phase === 'lost') throw this.#lostError(decision === 'released' ? 'release' : 'done');
     if (this.#phase === 'settled') return;
     this.#phase = 'settling';
@@ -151,6 +151,13 @@ export class Lease<TPayload = unknown> {
       this.#waiting = undefined;
       if (waiting !== undefined) for (const resume of waiting) resume();
     }
+  }
+
+  /** Resolves when the settle in flight has finished. */
+  #turn(): Promise<void> {
+    const waiting = this.#waiting ?? [];
+    this.#waiting = waiting;
+    return new Promise((resolve) => waiting.push(resolve));
   }
 
   /** One heartbeat: keep the claim for another `claimTtlMs`. A store failure is a missed beat. */
