@@ -113,7 +113,7 @@ export interface Plan {
   warmupMs: number;
 }
 
-type Side =
+export type Side =
   | { kind: 'async'; op: () => Promise<unknown>; concurrency: number }
   | { kind: 'sync'; op: () => unknown };
 

@@ -10,7 +10,8 @@
  */
 import { createGate } from '@hookgate/core';
 import { MemoryStore } from '@hookgate/memory';
-import { alternate, asyncSide, type Plan, type Row } from './measure.js';
+import { payloadOfSize } from './keys.js';
+import { alternate, asyncSide, type Plan, type Row, type Side } from './measure.js';
 
 const handler = () => 'ok';
 
@@ -39,7 +40,39 @@ export async function memoryBench(plan: Plan): Promise<Row[]> {
     plan,
   );
 
+  const rows: Row[] = [];
+  // The fingerprint's cost: the same steady-state gate with and without it, on payloads of a
+  // webhook's size. It is a canonical JSON and a SHA-256 of the payload per delivery.
+  for (const [label, size] of [
+    ['1 KB', 1024],
+    ['16 KB', 16 * 1024],
+  ] as const) {
+    const body = payloadOfSize(size);
+    const side = (fingerprint: boolean): Side => {
+      let time = 1_000_000_000;
+      const gate = createGate({
+        store: new MemoryStore({ now: () => time }),
+        eventId: 'id',
+        doneTtlMs: 80_000,
+        fingerprint,
+      });
+      return asyncSide(() => {
+        time++;
+        return gate.run({ payload: { ...body, id: 'evt_' + (n++).toString(36) } }, handler);
+      }, 1);
+    };
+    const [withFingerprint, without] = await alternate([side(true), side(false)], plan);
+    rows.push({
+      section: 'Fingerprint',
+      name: `gate.run with fingerprint: true, ${label} payload (MemoryStore)`,
+      stats: withFingerprint!,
+      baseline: { name: 'the same gate without it', stats: without! },
+      perCpu: true,
+    });
+  }
+
   return [
+    ...rows,
     {
       section: 'MemoryStore',
       name: 'gate.run claim + done, steady state (~80k live records)',

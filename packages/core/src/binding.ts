@@ -40,8 +40,8 @@ export interface Answer {
   /** A small JSON body: `{ status }`, plus the `reason` of an invalid delivery. */
   body: {
     /**
-     * `unauthorized`, `invalid`, `duplicate`, `stale`, `in-flight`, `unavailable`, `too-large`
-     * or `aborted`.
+     * `unauthorized`, `invalid`, `duplicate`, `stale`, `in-flight`, `conflict`, `unavailable`,
+     * `too-large` or `aborted`.
      */
     status: string;
     /** For `invalid`: the `InvalidDeliveryError` reason. */
@@ -105,7 +105,8 @@ export const TOO_LARGE: Answer = {
  * For binding authors: everything between reading the raw body and running the handler, the
  * same for every framework. Verifies the signature (401), claims the delivery, and maps what
  * cannot go on to its answer: invalid (400), duplicate or stale (200), in flight (409 with
- * `Retry-After`, or 200 with `inFlight: 'ack'`), store unavailable (503 with `Retry-After`).
+ * `Retry-After`, or 200 with `inFlight: 'ack'`), a payload conflict (422), store unavailable
+ * (503 with `Retry-After`).
  * When it returns a `claim`, the binding runs the handler and settles the claim with
  * {@link settleFromResponse}.
  */
@@ -134,6 +135,9 @@ export async function admit<TPayload, TBody extends Uint8Array, THeaders extends
     throw error;
   }
   if (claim.acquired) return { claim };
+  if (claim.status === 'conflict') {
+    return { answer: { status: 422, body: { status: 'conflict' }, headers: {} } };
+  }
   if (claim.status === 'in-flight' && inFlight === 'retry') {
     return { answer: { status: 409, body: { status: 'in-flight' }, headers: later } };
   }

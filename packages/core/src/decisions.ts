@@ -5,6 +5,7 @@ export interface DecisionDetail {
   reason?: string;
   error?: unknown;
   durationMs?: number;
+  fingerprints?: { stored: string; received: string };
 }
 
 /** @internal Reports one decision; never throws. */

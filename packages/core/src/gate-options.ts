@@ -69,6 +69,16 @@ export interface GateOptions {
    * @default true
    */
   digestFallback?: boolean;
+  /**
+   * Check the payload behind an event id: the SHA-256 of the payload's canonical JSON is stored
+   * with the claim, and a later delivery of the same key with another payload is a `conflict`
+   * (the handler does not run; the bindings answer 422) rather than a silent duplicate. Catches
+   * a wrong `eventId` selector, a provider that reuses ids, or a replay with an altered body.
+   * It adds no store round trip. A delivery keyed by its digest needs no fingerprint (another
+   * body is another key), and a record written without one never conflicts.
+   * @default the preset's, else false
+   */
+  fingerprint?: boolean;
   /** Where the event's subject (the grant, customer, … it is about) lives. @default the preset's */
   subject?: Selector;
   /** Where the provider's event time lives. @default the preset's */
@@ -116,6 +126,7 @@ export interface ResolvedGateOptions {
   readonly namespace: string;
   readonly provider: string | undefined;
   readonly deriver: KeyDeriver;
+  readonly fingerprint: boolean;
   readonly subject: CompiledSelector | undefined;
   readonly occurredAt: CompiledSelector | undefined;
   readonly claimTtlMs: number;
@@ -171,6 +182,8 @@ export function resolveGateOptions(options: GateOptions): ResolvedGateOptions {
       invalidOption('sequence.ties', "must be 'drop' or 'apply'");
     sequence = { ttlMs: positiveMs('sequence.ttlMs', seq.ttlMs, 30 * DAY), ties };
   }
+  const fingerprint = options.fingerprint ?? provider?.fingerprint ?? false;
+  if (typeof fingerprint !== 'boolean') invalidOption('fingerprint', 'must be a boolean');
   if (options.onDecision !== undefined && typeof options.onDecision !== 'function') {
     invalidOption('onDecision', 'must be a function');
   }
@@ -179,6 +192,7 @@ export function resolveGateOptions(options: GateOptions): ResolvedGateOptions {
     namespace,
     provider: provider?.name ?? options.name,
     deriver: compileKeyOptions(options),
+    fingerprint,
     subject: subject === undefined ? undefined : compileSelector(subject, 'subject'),
     occurredAt: occurredAt === undefined ? undefined : compileSelector(occurredAt, 'occurredAt'),
     claimTtlMs,

@@ -17,9 +17,9 @@ import type { Delivery, KeySource, Outcome, WebhookEvent } from './types.js';
 export interface Claim<TPayload = unknown> {
   /**
    * `acquired`: the caller owns the claim and must settle it with `done()` or `fail()`.
-   * `duplicate`, `in-flight`, `stale`: nothing to do; settling is a no-op.
+   * `duplicate`, `in-flight`, `stale`, `conflict`: nothing to do; settling is a no-op.
    */
-  readonly status: 'acquired' | 'duplicate' | 'in-flight' | 'stale';
+  readonly status: 'acquired' | 'duplicate' | 'in-flight' | 'stale' | 'conflict';
   /** `status === 'acquired'`. */
   readonly acquired: boolean;
   /** The idempotency key (without the namespace). */
@@ -66,7 +66,8 @@ export interface Gate<TPayload = unknown> {
   /**
    * Claim the delivery, run `handler` if it is a new event, then mark it done, or release it
    * (per `onFailure`) when the handler throws.
-   * @returns `processed` with the handler's result, or `duplicate`, `in-flight` or `stale`.
+   * @returns `processed` with the handler's result, or `duplicate`, `in-flight`, `stale` or
+   * `conflict`.
    * @throws the handler's error, after the claim was released (or retained).
    * @throws InvalidDeliveryError when the delivery cannot be keyed; nothing was claimed.
    * @throws StoreUnavailableError when the store failed; the handler did not run.
@@ -104,7 +105,7 @@ export function createGate<TPayload = unknown>(options: GateOptions): Gate<TPayl
   return new GateImpl<TPayload>(resolveGateOptions(options));
 }
 
-type Refusal = 'duplicate' | 'in-flight' | 'stale';
+type Refusal = 'duplicate' | 'in-flight' | 'stale' | 'conflict';
 
 class GateImpl<TPayload> implements Gate<TPayload> {
   readonly namespace: string;
@@ -170,11 +171,19 @@ class GateImpl<TPayload> implements Gate<TPayload> {
     const token = randomUUID();
     let state: ClaimState;
     try {
-      state = await store.claim(prepared.claimKey, token, claimTtlMs);
+      state = await store.claim(prepared.claimKey, token, claimTtlMs, prepared.fingerprint);
     } catch (error) {
       const failure = toStoreError(error, 'claim');
       this.#report('store-unavailable', event, { error: failure });
       throw failure;
+    }
+    if (typeof state === 'object') {
+      const fingerprints = {
+        stored: state.fingerprint.slice(0, 12),
+        received: prepared.fingerprint!.slice(0, 12),
+      };
+      this.#report('conflict', event, { fingerprints });
+      return 'conflict';
     }
     if (state !== 'acquired')
       return this.#refuse(state === 'done' ? 'duplicate' : 'in-flight', event);

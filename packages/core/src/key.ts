@@ -97,6 +97,15 @@ export function keyOf(deriver: KeyDeriver, payload: unknown, delivery: Delivery)
       'delivery has no event id and digestFallback is off',
     );
   }
+  return { key: 'dig:' + digestOf(payload), source: 'digest' };
+}
+
+/**
+ * @internal The SHA-256 hex of a payload's canonical JSON (RFC 8785): equal for re-serialized
+ * copies of one payload.
+ * @throws InvalidDeliveryError `not-json` when the payload is not JSON.
+ */
+export function digestOf(payload: unknown): string {
   let json: string;
   try {
     json = canonicalJson(payload);
@@ -105,7 +114,7 @@ export function keyOf(deriver: KeyDeriver, payload: unknown, delivery: Delivery)
       cause: error,
     });
   }
-  return { key: 'dig:' + sha256(json), source: 'digest' };
+  return sha256(json);
 }
 
 /** @internal An id or subject value as a string: non-blank trimmed text, or a safe integer. */

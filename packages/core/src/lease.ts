@@ -129,7 +129,7 @@ export class Lease<TPayload = unknown> {
           owned =
             operation === 'release'
               ? await store.release(claimKey, this.#token)
-              : await store.done(claimKey, this.#token, doneTtlMs);
+              : await store.done(claimKey, this.#token, doneTtlMs, this.#prepared.fingerprint);
         } catch (error) {
           const failure = this.#storeFailed(error, operation);
           if (attempt >= attempts || !(failure instanceof StoreUnavailableError)) throw failure;
@@ -187,7 +187,9 @@ export class Lease<TPayload = unknown> {
       }
       owned =
         (await store.extend(claimKey, this.#token, ms)) ||
-        (this.#phase === 'held' && (await store.claim(claimKey, this.#token, ms)) === 'acquired');
+        (this.#phase === 'held' &&
+          (await store.claim(claimKey, this.#token, ms, this.#prepared.fingerprint)) ===
+            'acquired');
     } catch (error) {
       throw this.#storeFailed(error, 'extend');
     }

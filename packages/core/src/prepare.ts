@@ -1,7 +1,7 @@
 import type { Report } from './decisions.js';
 import { InvalidDeliveryError } from './errors.js';
 import type { ResolvedGateOptions } from './gate-options.js';
-import { idString, keyOf, payloadOf, plainOrHashed, unreadable } from './key.js';
+import { digestOf, idString, keyOf, payloadOf, plainOrHashed, unreadable } from './key.js';
 import { parseTimestamp } from './time.js';
 import type { Delivery, WebhookEvent } from './types.js';
 
@@ -18,6 +18,8 @@ export interface Prepared<TPayload = unknown> {
   readonly claimKey: string;
   /** `<namespace>:seq:<subject>` when the sequence guard is on. */
   readonly subjectKey: string | undefined;
+  /** The SHA-256 hex of the payload's canonical JSON, with the `fingerprint` option and an event id. */
+  readonly fingerprint: string | undefined;
 }
 
 /**
@@ -30,12 +32,15 @@ export function prepareDelivery<TPayload>(
   delivery: Delivery,
 ): Prepared<TPayload> {
   let event: WebhookEvent<TPayload>;
+  let fingerprint: string | undefined;
   try {
     const payload = payloadOf(delivery);
     // Function selectors get the parsed payload even when only the raw body was given.
     if (delivery.payload === undefined) delivery = { ...delivery, payload };
     const { key, source } = keyOf(options.deriver, payload, delivery);
     event = { key, source, payload: payload as TPayload };
+    // A digest key is the payload's fingerprint already.
+    if (options.fingerprint && source === 'event-id') fingerprint = digestOf(payload);
     if (options.subject !== undefined) {
       const subject = idString(options.subject(payload, delivery));
       if (subject !== undefined) event.subject = subject;
@@ -77,7 +82,13 @@ export function prepareDelivery<TPayload>(
     }
     subjectKey = `${options.namespace}:seq:${plainOrHashed(event.subject)}`;
   }
-  return { event, delivery, claimKey: `${options.namespace}:${event.key}`, subjectKey };
+  return {
+    event,
+    delivery,
+    claimKey: `${options.namespace}:${event.key}`,
+    subjectKey,
+    fingerprint,
+  };
 }
 
 /** Report an invalid delivery; any other error passes through as it is. */

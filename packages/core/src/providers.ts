@@ -26,6 +26,11 @@ export interface Preset {
   readonly doneTtlMs?: number;
   /** Whether deliveries without an event id are keyed by a digest of their payload. */
   readonly digestFallback?: boolean;
+  /**
+   * Whether the gate checks the payload behind an event id (see `GateOptions.fingerprint`). For
+   * a preset whose provider sends the same body on every retry of one event id.
+   */
+  readonly fingerprint?: boolean;
 }
 
 /**
@@ -62,6 +67,9 @@ export function definePreset<const P extends Preset>(preset: P): Readonly<P> {
   }
   if (digestFallback !== undefined && typeof digestFallback !== 'boolean') {
     invalidOption('provider.digestFallback', 'must be a boolean');
+  }
+  if (preset.fingerprint !== undefined && typeof preset.fingerprint !== 'boolean') {
+    invalidOption('provider.fingerprint', 'must be a boolean');
   }
   return Object.freeze({ ...preset });
 }

@@ -35,7 +35,7 @@ export async function advanceSubject(
       ttlMs: sequence!.ttlMs,
       ties: sequence!.ties,
     });
-    if (state === 'stale') await store.done(claimKey, token, doneTtlMs);
+    if (state === 'stale') await store.done(claimKey, token, doneTtlMs, prepared.fingerprint);
     else if (state === 'held') await store.release(claimKey, token);
   } catch (error) {
     const failure = toStoreError(error, 'advance');

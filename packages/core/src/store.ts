@@ -3,8 +3,17 @@
  * - `acquired`: the key was absent; it now holds a `processing` record owned by the caller.
  * - `processing`: another owner's `processing` record is there (in flight elsewhere).
  * - `done`: a `done` record is there (the event was processed, or retained).
+ * - a {@link ClaimConflict}: the live record, processing or done, carries another payload
+ *   fingerprint than the caller's.
  */
-export type ClaimState = 'acquired' | 'processing' | 'done';
+export type ClaimState = 'acquired' | 'processing' | 'done' | ClaimConflict;
+
+/** `ClaimStore.claim` found a record of the key whose payload fingerprint is another. */
+export interface ClaimConflict {
+  readonly state: 'conflict';
+  /** The fingerprint the live record carries. */
+  readonly fingerprint: string;
+}
 
 /**
  * What `ClaimStore.advance` decided for one event of a subject.
@@ -39,8 +48,10 @@ export interface AdvanceRequest {
  * one key, so a sharded store (Redis Cluster) needs no hash tags.
  *
  * **Claim records.** A record under a claim key is either `processing`, owned by a token, or
- * `done`. The reference encoding, used by the Redis adapters so that an operator can read a
- * key with `redis-cli GET`, is the string `p:<token>` or `d:<token>`.
+ * `done`, and may carry the payload's fingerprint (the gate's `fingerprint` option: a SHA-256
+ * hex digest). The reference encoding, used by the Redis adapters so that an operator can read
+ * a key with `redis-cli GET`, is the string `p:<token>` or `d:<token>`, followed by
+ * `:<fingerprint>` when there is one.
  *
  * **Owner.** Every claim is made with a random `token` (a UUID: letters, digits and `-`).
  * `done`, `release` and `extend` compare the stored token with theirs and change the record in
@@ -70,21 +81,27 @@ export interface ClaimStore {
    * concurrent callers, exactly one gets `acquired`. A `processing` record already owned by
    * `token` also counts as `acquired` and is left as it is: a client may re-send a claim whose
    * reply was lost to a reconnect.
+   *
+   * With a `fingerprint`, the record created carries it, and a live record (processing or done)
+   * that carries another one is a conflict. A record without a fingerprint, or a call without
+   * one, never conflicts. The comparison is made on the record the same atomic step found (the
+   * Redis adapters read it with `SET … NX GET`): it costs no extra round trip.
    * @returns `acquired` when the record was created; otherwise the state of the live record,
    * which is left untouched.
    */
-  claim(key: string, token: string, ttlMs: number): Promise<ClaimState>;
+  claim(key: string, token: string, ttlMs: number, fingerprint?: string): Promise<ClaimState>;
 
   /**
    * Atomically record the event as done, with a TTL of `ttlMs`: turn the `processing` record
    * owned by `token` into a `done` record, or create that `done` record when the key is absent
    * (the claim expired, or was lost, while nobody else took the key: the work happened, and a
    * redelivery must find it done). Idempotent for its owner: a `done` record made by the same
-   * token also counts as success, so a call retried after a timeout is not a false loss.
+   * token also counts as success, so a call retried after a timeout is not a false loss. The
+   * done record carries `fingerprint` (the one the claim was made with), if given.
    * @returns `true` when the key now holds a `done` record by this token; `false`, changing
    * nothing, when it holds another token's record.
    */
-  done(key: string, token: string, ttlMs: number): Promise<boolean>;
+  done(key: string, token: string, ttlMs: number, fingerprint?: string): Promise<boolean>;
 
   /**
    * Atomically delete the `processing` record owned by `token`, so that the next delivery can

@@ -71,6 +71,15 @@ export type Outcome<TResult = unknown> =
       status: 'stale';
       /** The idempotency key. */
       key: string;
+    }
+  | {
+      /**
+       * The key is known with another payload (the `fingerprint` option): the handler did not
+       * run. A wrong `eventId`, an id the provider reused, or an altered replay; answer 422.
+       */
+      status: 'conflict';
+      /** The idempotency key. */
+      key: string;
     };
 
 /** Every decision the gate takes, as reported to `onDecision`. */
@@ -79,6 +88,7 @@ export type Decision =
   | 'duplicate'
   | 'in-flight'
   | 'stale'
+  | 'conflict'
   | 'done'
   | 'released'
   | 'retained'
@@ -108,6 +118,11 @@ export interface DecisionEvent {
   error?: unknown;
   /** For `done`, `released` and `retained`: milliseconds from the claim to its settlement. */
   durationMs?: number;
+  /**
+   * For `conflict`: the first 12 hex characters of the payload fingerprint the key's record
+   * carries (`stored`) and of the delivery's (`received`).
+   */
+  fingerprints?: { stored: string; received: string };
   /** When the decision was taken, epoch milliseconds. */
   at: number;
 }

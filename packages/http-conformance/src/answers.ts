@@ -149,6 +149,20 @@ export function answers({ start, makeServer }: SuiteContext): void {
     expect((await first).status).toBe(200);
   });
 
+  it('with fingerprint on, the same id with another body answers 422 and runs nothing; a re-serialized body is a duplicate', async () => {
+    const h = await start({ gate: { fingerprint: true } });
+    expect((await h.post({ id: 'evt_1', amount: 10 })).status).toBe(200);
+    await h.waitFor('done');
+    const conflict = await h.post({ id: 'evt_1', amount: 99 });
+    expect(conflict.status).toBe(422);
+    expect(conflict.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(await conflict.json()).toEqual({ status: 'conflict' });
+    expect(h.count('conflict')).toBe(1);
+    const same = await h.post('{ "amount": 1e1, "id": "evt_1" }');
+    expect(await same.json()).toEqual({ status: 'duplicate' });
+    expect(h.handled).toHaveLength(1);
+  });
+
   it('an unavailable store answers 503 with Retry-After, runs nothing and leaks no detail', async () => {
     const h = await start();
     h.store.down.add('claim');

@@ -72,31 +72,46 @@ export class MemoryStore implements ClaimStore {
     return this.#entries.size;
   }
 
-  async claim(key: string, token: string, ttlMs: number): Promise<ClaimState> {
+  async claim(
+    key: string,
+    token: string,
+    ttlMs: number,
+    fingerprint?: string,
+  ): Promise<ClaimState> {
     const now = this.#now();
     const entry = this.#live(key, now);
-    if (entry !== undefined) {
-      const state = claimState(entry.value, token);
-      if (state === undefined) throw foreign(key);
-      return state;
+    if (entry === undefined) {
+      this.#insert(key, claimRecord('p:', token, fingerprint), now + ttlMs, now);
+      return 'acquired';
     }
-    this.#insert(key, 'p:' + token, now + ttlMs, now);
-    return 'acquired';
+    const { value } = entry;
+    const kind = recordKind(value);
+    if (kind === undefined) throw foreign(key);
+    if (fingerprint !== undefined) {
+      const stored = fingerprintOf(value);
+      if (stored !== undefined && stored !== fingerprint) {
+        return { state: 'conflict', fingerprint: stored };
+      }
+    }
+    if (kind === 'd') return 'done';
+    return ownedBy(value, token) ? 'acquired' : 'processing'; // re-sent: acquired, per the contract
   }
 
-  async done(key: string, token: string, ttlMs: number): Promise<boolean> {
+  async done(key: string, token: string, ttlMs: number, fingerprint?: string): Promise<boolean> {
     const now = this.#now();
     const entry = this.#live(key, now);
     if (entry === undefined) {
       // The claim expired while nobody else took the key: the work happened, record it.
-      this.#insert(key, 'd:' + token, now + ttlMs, now);
+      this.#insert(key, claimRecord('d:', token, fingerprint), now + ttlMs, now);
       return true;
     }
-    const state = claimState(entry.value, token);
-    if (state === undefined) throw foreign(key);
-    // `p:<token>` or `d:<token>` (done again by its owner).
-    if (state !== 'acquired' && entry.value !== 'd:' + token) return false;
-    entry.value = 'd:' + token;
+    if (recordKind(entry.value) === undefined) throw foreign(key);
+    // `p:<token>…` or `d:<token>…` (done again by its owner); it keeps its fingerprint.
+    if (!ownedBy(entry.value, token)) return false;
+    entry.value =
+      fingerprint === undefined
+        ? 'd' + entry.value.slice(1)
+        : claimRecord('d:', token, fingerprint);
     this.#expire(entry, now + ttlMs);
     return true;
   }
@@ -104,8 +119,9 @@ export class MemoryStore implements ClaimStore {
   async release(key: string, token: string): Promise<boolean> {
     const entry = this.#live(key, this.#now());
     if (entry === undefined) return true;
-    if (claimState(entry.value, token) === undefined) throw foreign(key);
-    if (entry.value !== 'p:' + token) return false;
+    const kind = recordKind(entry.value);
+    if (kind === undefined) throw foreign(key);
+    if (kind !== 'p' || !ownedBy(entry.value, token)) return false;
     this.#drop(key, entry);
     return true;
   }
@@ -114,8 +130,9 @@ export class MemoryStore implements ClaimStore {
     const now = this.#now();
     const entry = this.#live(key, now);
     if (entry === undefined) return false;
-    if (claimState(entry.value, token) === undefined) throw foreign(key);
-    if (entry.value !== 'p:' + token) return false;
+    const kind = recordKind(entry.value);
+    if (kind === undefined) throw foreign(key);
+    if (kind !== 'p' || !ownedBy(entry.value, token)) return false;
     this.#expire(entry, now + ttlMs);
     return true;
   }
@@ -259,13 +276,30 @@ export class MemoryStore implements ClaimStore {
   }
 }
 
-/** What a claim record means to `token`: `acquired` when it is `p:<token>`; `undefined` when foreign. */
-function claimState(value: string, token: string): ClaimState | undefined {
-  const kind = value.charCodeAt(0);
+/**
+ * A claim record, encoded as the Redis adapters encode it: `p:<token>` (processing) or
+ * `d:<token>` (done), followed by `:<fingerprint>` when the claim carries one.
+ */
+function claimRecord(kind: 'p:' | 'd:', token: string, fingerprint: string | undefined): string {
+  return fingerprint === undefined ? kind + token : kind + token + ':' + fingerprint;
+}
+
+/** `p` or `d`; `undefined` for a value that is not a claim record. */
+function recordKind(value: string): 'p' | 'd' | undefined {
   if (value.charCodeAt(1) !== 58 /* : */) return undefined;
-  if (kind === 100 /* d */) return 'done';
-  if (kind !== 112 /* p */) return undefined;
-  return value.length === token.length + 2 && value.endsWith(token) ? 'acquired' : 'processing';
+  const kind = value.charCodeAt(0);
+  return kind === 112 /* p */ ? 'p' : kind === 100 /* d */ ? 'd' : undefined;
+}
+
+/** Whether the record's token is `token`, compared in place. */
+function ownedBy(value: string, token: string): boolean {
+  const end = token.length + 2;
+  return value.startsWith(token, 2) && (value.length === end || value.charCodeAt(end) === 58);
+}
+
+function fingerprintOf(value: string): string | undefined {
+  const colon = value.indexOf(':', 2);
+  return colon < 0 ? undefined : value.slice(colon + 1);
 }
 
 function foreign(key: string): StoreUnavailableError {

@@ -50,7 +50,9 @@ export interface RedisStoreOptions {
 /**
  * A {@link ClaimStore} in Redis, over any client that can send {@link RedisCommands}.
  *
- * A claim key holds `p:<token>` while processing and `d:<token>` when done; a watermark key
+ * A claim key holds `p:<token>` while processing and `d:<token>` when done, each followed by
+ * `:<fingerprint>` when the gate's `fingerprint` option is on (`SET … NX GET` returns the
+ * record found, so a conflict costs no extra round trip); a watermark key
  * holds `<at>:<eventKey>`, or `h:<holdUntil>:<token>:<at>:<eventKey>` while that event is
  * processed (the sequence guard's per-subject hold; `holdUntil` is epoch ms on the server's
  * clock). Every operation is one command on one key, so any Redis Cluster slot layout works:
@@ -86,26 +88,38 @@ export class RedisStore implements ClaimStore {
     this.#deadlines = new Deadlines(timeoutMs);
   }
 
-  async claim(key: string, token: string, ttlMs: number): Promise<ClaimState> {
-    const owned = 'p:' + token;
+  async claim(
+    key: string,
+    token: string,
+    ttlMs: number,
+    fingerprint?: string,
+  ): Promise<ClaimState> {
+    const record = fingerprint === undefined ? 'p:' + token : `p:${token}:${fingerprint}`;
     let previous: unknown;
     try {
-      previous = await this.#deadlines.guard(this.#commands.setNxGet(key, owned, ttlMs));
+      previous = await this.#deadlines.guard(this.#commands.setNxGet(key, record, ttlMs));
     } catch (error) {
       throw this.#unavailable('claim', error);
     }
     if (previous === null) return 'acquired';
-    // A string, or a Buffer under a client's type mapping.
+    // A string, or a Buffer under a client's type mapping. `p:<token>` or `d:<token>`, then
+    // `:<fingerprint>` when the claim carries one.
     const value = String(previous);
-    // Our own value: the client re-sent the SET after a reconnect, and the first one had landed.
-    if (value === owned) return 'acquired';
-    if (value.startsWith('d:')) return 'done';
-    if (value.startsWith('p:')) return 'processing';
-    throw this.#foreign('claim', key);
+    const kind = value.slice(0, 2);
+    if (kind !== 'p:' && kind !== 'd:') throw this.#foreign('claim', key);
+    const colon = value.indexOf(':', 2);
+    if (fingerprint !== undefined && colon > 0) {
+      const stored = value.slice(colon + 1);
+      if (stored !== fingerprint) return { state: 'conflict', fingerprint: stored };
+    }
+    if (kind === 'd:') return 'done';
+    // Our own token: the client re-sent the SET after a reconnect, and the first one had landed.
+    return value.slice(2, colon < 0 ? undefined : colon) === token ? 'acquired' : 'processing';
   }
 
-  async done(key: string, token: string, ttlMs: number): Promise<boolean> {
-    return (await this.#run('done', scripts.done, key, [token, String(ttlMs)])) === 1;
+  async done(key: string, token: string, ttlMs: number, fingerprint?: string): Promise<boolean> {
+    const args = [token, String(ttlMs), fingerprint ?? ''];
+    return (await this.#run('done', scripts.done, key, args)) === 1;
   }
 
   async release(key: string, token: string): Promise<boolean> {

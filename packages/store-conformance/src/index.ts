@@ -22,6 +22,7 @@ import { describe } from 'vitest';
 import { claimTests } from './claim.js';
 import { type ClaimStoreSuiteOptions, createContext, type StoreFactory } from './context.js';
 import { errorTests } from './errors.js';
+import { fingerprintTests } from './fingerprint.js';
 import { foreignTests } from './foreign.js';
 import { holdTests } from './hold.js';
 import { ownershipTests } from './ownership.js';
@@ -32,7 +33,8 @@ export type { ClaimStoreSuiteOptions, StoreFactory } from './context.js';
 
 /**
  * Register the conformance suite for a {@link ClaimStore} under `describe(name)`, one block per
- * concern: `claim`, `ownership`, `ttl`, `watermark`, `hold`, `foreign records` and (given
+ * concern: `claim`, `ownership`, `fingerprint`, `ttl`, `watermark`, `hold`, `foreign records`
+ * and (given
  * `options.unavailable`) `errors`.
  *
  * @param name - what the suite is reported under, e.g. `'IoRedisStore (cluster)'`
@@ -48,6 +50,7 @@ export function claimStoreSuite(
   describe(name, () => {
     claimTests(ctx);
     ownershipTests(ctx);
+    fingerprintTests(ctx);
     ttlTests(ctx);
     watermarkTests(ctx);
     holdTests(ctx);

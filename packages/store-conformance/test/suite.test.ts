@@ -97,6 +97,12 @@ describe('the conformance suite', () => {
     );
   });
 
+  it('catches a done that drops the fingerprint', () => {
+    expect(failed('done dropping the fingerprint')).toMatch(
+      /fingerprint .*done record keeps the fingerprint/,
+    );
+  });
+
   it('catches a store that resolves with a guess when unreachable', () => {
     const names = failed('guessing when unreachable');
     const operations = ['claim', 'done', 'release', 'extend', 'advance', 'releaseHold'];

@@ -1,17 +1,17 @@
 /** Delete the caller's processing claim. */
 export default `-- release-1: delete a processing claim, if (and only if) the caller owns it.
--- KEYS[1]  the claim key
+-- KEYS[1]  the claim key; it holds p:<token> or d:<token>, then :<fingerprint> if it has one
 -- ARGV[1]  the owner token
 -- Returns  1 when the key is free of the caller's claim: deleted, or absent already;
 --          0 when it holds a done record or another token's claim (left as it is);
 --          -1 when it holds a value hookgate did not write (left as it is).
 local value = redis.call('GET', KEYS[1])
 if not value then return 1 end
-if value == 'p:' .. ARGV[1] then
+local kind, token = string.match(value, '^([pd]):([^:]+)')
+if not kind then return -1 end
+if kind == 'p' and token == ARGV[1] then
   redis.call('DEL', KEYS[1])
   return 1
 end
-local kind = string.sub(value, 1, 2)
-if kind == 'p:' or kind == 'd:' then return 0 end
-return -1
+return 0
 `;

@@ -62,6 +62,20 @@ export function commandTests<C extends object>(given: RedisDriver<C>): void {
         expect(await pttl(key)).toBeGreaterThan(86_399_000);
       });
 
+      it('with a fingerprint, claim keys hold p:<token>:<fingerprint> then d:<token>:<fingerprint>, and a conflict costs no extra command', async () => {
+        const gate = createGate({ store, eventId: 'id', fingerprint: true });
+        const id = crypto.randomUUID();
+        await gate.run({ payload: { id, amount: 1 } }, () => 'ok');
+        const key = `hookgate:evt:${id}`;
+        expect(await raw(key)).toMatch(/^d:[0-9a-f-]{36}:[0-9a-f]{64}$/);
+        await resetStats();
+        expect((await gate.run({ payload: { id, amount: 2 } }, () => 'ok')).status).toBe(
+          'conflict',
+        );
+        expect(await commandStats()).toEqual({ set: 1 });
+        expect(await raw(key)).toMatch(/^d:/); // left as it was
+      });
+
       it('watermark keys hold h:<holdUntil>:<token>:<at>:<eventKey> while held, then <at>:<eventKey>', async () => {
         const key = `hookgate:seq:${crypto.randomUUID()}`;
         const token = crypto.randomUUID();

@@ -49,7 +49,7 @@ export function failoverTests<C extends object>(given: RedisDriver<C>): void {
         });
         await cluster.failover(master, 'takeover');
         const fresh = `${key}:after`;
-        let state: string | undefined;
+        let state: unknown;
         for (let i = 0; i < 50 && state === undefined; i++) {
           state = await store.claim(fresh, crypto.randomUUID(), 60_000).catch(() => undefined);
           if (state === undefined) await new Promise((resolve) => setTimeout(resolve, 100));
