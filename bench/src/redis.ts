@@ -9,6 +9,7 @@ import { NodeRedisStore } from '@hookgate/node-redis';
 import type { RedisServer } from '@hookgate/redis-harness';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
+import { payloadOfSize } from './keys.js';
 import { alternate, asyncSide, type Plan, type Row } from './measure.js';
 
 const CLAIM_TTL = 300_000;
@@ -87,6 +88,8 @@ export interface Client {
   raw: RawCommands;
   gate: Gate;
   sequenced: Gate;
+  /** The same gate with `fingerprint: true`. */
+  fingerprinted: Gate;
   close(): Promise<void>;
 }
 
@@ -97,6 +100,7 @@ export async function connectClients(server: RedisServer): Promise<Client[]> {
   await Promise.all([io.ping(), nr.connect()]);
   const gates = (store: IoRedisStore | NodeRedisStore) => ({
     gate: createGate({ store, eventId: 'id' }),
+    fingerprinted: createGate({ store, eventId: 'id', fingerprint: true }),
     sequenced: createGate({
       store,
       eventId: 'id',
@@ -195,6 +199,30 @@ export async function redisBench(server: RedisServer, plan: Plan): Promise<Row[]
         stats: seq!,
         baseline: { name: '4 x SET', stats: seqBase! },
       });
+
+      // The fingerprint's cost where it is paid in practice: over a store's round trips.
+      if (c.name !== 'ioredis') continue;
+      for (const [label, size] of [
+        ['1 KB', 1024],
+        ['16 KB', 16 * 1024],
+      ] as const) {
+        await flush();
+        const body = payloadOfSize(size);
+        const delivery = () => ({ payload: { ...body, id: nextId() } });
+        const [printed, plain] = await alternate(
+          [
+            asyncSide(() => c.fingerprinted.run(delivery(), handler), 1),
+            asyncSide(() => c.gate.run(delivery(), handler), 1),
+          ],
+          plan,
+        );
+        rows.push({
+          section: 'Fingerprint',
+          name: `${c.name}: new delivery with fingerprint: true, ${label} payload, c=1`,
+          stats: printed!,
+          baseline: { name: 'the same gate without it', stats: plain! },
+        });
+      }
     }
   } finally {
     for (const c of clients) await c.close();
