@@ -37,7 +37,13 @@ export {
 } from './gate.js';
 export { type DerivedKey, deriveKey, type KeyOptions } from './key.js';
 export { definePreset, type Preset, providers } from './providers.js';
-export type { AdvanceRequest, AdvanceState, ClaimState, ClaimStore } from './store.js';
+export type {
+  AdvanceRequest,
+  AdvanceState,
+  ClaimConflict,
+  ClaimState,
+  ClaimStore,
+} from './store.js';
 export { parseTimestamp } from './time.js';
 export type {
   Decision,

@@ -10,6 +10,7 @@ export type ClaimState = 'acquired' | 'processing' | 'done' | ClaimConflict;
 
 /** `ClaimStore.claim` found a record of the key whose payload fingerprint is another. */
 export interface ClaimConflict {
+  /** Tells a conflict from the other states. */
   readonly state: 'conflict';
   /** The fingerprint the live record carries. */
   readonly fingerprint: string;

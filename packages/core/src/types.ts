@@ -122,7 +122,12 @@ export interface DecisionEvent {
    * For `conflict`: the first 12 hex characters of the payload fingerprint the key's record
    * carries (`stored`) and of the delivery's (`received`).
    */
-  fingerprints?: { stored: string; received: string };
+  fingerprints?: {
+    /** The fingerprint the key's record carries (first 12 hex characters). */
+    stored: string;
+    /** The fingerprint of the delivery refused (first 12 hex characters). */
+    received: string;
+  };
   /** When the decision was taken, epoch milliseconds. */
   at: number;
 }
