@@ -18,6 +18,7 @@ export {
   type Verify,
 } from './binding.js';
 export { canonicalJson } from './canonical-json.js';
+export { Deadlines } from './deadlines.js';
 export {
   ErrorCode,
   HookgateError,

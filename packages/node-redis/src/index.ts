@@ -51,10 +51,12 @@ export type NodeRedisStoreOptions = RedisStoreOptions;
  * A `ClaimStore` in Redis, through a node-redis client or cluster you create, connect
  * and close.
  *
- * A claim key holds `p:<token>` while processing and `d:<token>` when done; a watermark key
- * holds `<at>:<eventKey>`. Every operation is one command on one key, so any Redis Cluster
- * slot layout works: `claim` is `SET key p:<token> PX ttl NX GET`; `done`, `release`, `extend`
- * and `advance` are Lua scripts run by `EVALSHA`, and by `EVAL` only when the server answers
+ * A claim key holds `p:<token>` while processing and `d:<token>` when done (then
+ * `:<fingerprint>` with the gate's `fingerprint` option); a watermark key holds
+ * `<at>:<eventKey>`, or `h:<holdUntil>:<token>:<at>:<eventKey>` while an event holds its
+ * subject. Every operation is one command on one key, so any Redis Cluster
+ * slot layout works: `claim` is `SET key p:<token> PX ttl NX GET`; every other operation is a
+ * Lua script run by `EVALSHA`, and by `EVAL` only when the server answers
  * `NOSCRIPT` (after a restart, a failover or `SCRIPT FLUSH`). The client is never modified,
  * and RESP2 and RESP3 clients both work.
  *

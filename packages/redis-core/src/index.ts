@@ -12,13 +12,12 @@ import {
   type AdvanceState,
   type ClaimState,
   type ClaimStore,
+  Deadlines,
   HookgateError,
   StoreUnavailableError,
 } from '@hookgate/core';
-import { Deadlines } from './deadline.js';
 import { type Script, scripts } from './scripts/index.js';
 
-export { Deadlines } from './deadline.js';
 export { type Script, scripts } from './scripts/index.js';
 
 /**
