@@ -108,6 +108,34 @@ export class LeaseLostError extends HookgateError {
   }
 }
 
+const alreadyDoneBrand = Symbol.for('hookgate.alreadyDone');
+
+/**
+ * For handler wrappers: `throw alreadyDone()` tells `gate.run` that this event was already done
+ * elsewhere (a ledger row, a unique constraint of yours): `run` records it done in the store and
+ * resolves `duplicate`, and nothing escapes. `@hookgate/pg`'s ledger throws it when its row for
+ * the event is already there. Recognised by a brand, so two installed copies of
+ * `@hookgate/core` agree.
+ *
+ * @example
+ * const handler = async (event) => {
+ *   const { rowCount } = await db.query('INSERT INTO seen (key) VALUES ($1) ON CONFLICT DO NOTHING', [event.key]);
+ *   if (rowCount === 0) throw alreadyDone();
+ *   // ... the effect, once
+ * };
+ */
+export function alreadyDone(): Error {
+  const signal = new Error('hookgate: the event was already done elsewhere');
+  signal.name = 'AlreadyDone';
+  Object.defineProperty(signal, alreadyDoneBrand, { value: true });
+  return signal;
+}
+
+/** @internal Whether `error` is the signal {@link alreadyDone} makes. */
+export function isAlreadyDone(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && alreadyDoneBrand in error;
+}
+
 /** @internal Throw an `INVALID_OPTIONS` error naming the option at fault. */
 export function invalidOption(option: string, why: string): never {
   throw new HookgateError(ErrorCode.INVALID_OPTIONS, `hookgate: option \`${option}\` ${why}`);

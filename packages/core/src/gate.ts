@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createReporter, type Report } from './decisions.js';
-import { StoreUnavailableError, toStoreError } from './errors.js';
+import { isAlreadyDone, StoreUnavailableError, toStoreError } from './errors.js';
 import {
   type GateOptions,
   positiveMs,
@@ -68,6 +68,8 @@ export interface Gate<TPayload = unknown> {
    * (per `onFailure`) when the handler throws.
    * @returns `processed` with the handler's result, or `duplicate`, `in-flight`, `stale` or
    * `conflict`.
+   * A handler (or a wrapper such as `@hookgate/pg`'s ledger) that throws
+   * {@link alreadyDone}`()` makes `run` record the event done and resolve `duplicate`.
    * @throws the handler's error, after the claim was released (or retained).
    * @throws InvalidDeliveryError when the delivery cannot be keyed; nothing was claimed.
    * @throws StoreUnavailableError when the store failed; the handler did not run.
@@ -142,6 +144,11 @@ class GateImpl<TPayload> implements Gate<TPayload> {
     try {
       result = await handler(event, prepared.delivery);
     } catch (error) {
+      if (isAlreadyDone(error)) {
+        // Done elsewhere (a ledger): record it here too; whatever the store says, it is done.
+        await lease.doneElsewhere().catch(() => {});
+        return { status: 'duplicate', key: event.key };
+      }
       // A settle failure has been reported; the handler's error is the one the caller needs.
       await lease.fail(error).catch(() => {});
       throw error;
@@ -193,6 +200,7 @@ class GateImpl<TPayload> implements Gate<TPayload> {
         return this.#refuse(admitted === 'stale' ? 'stale' : 'in-flight', event);
     }
     this.#report('new', event);
+    event.lease = { key: prepared.claimKey, token, doneTtlMs: this.#options.doneTtlMs };
     return new Lease(this.#host, prepared, token);
   }
 

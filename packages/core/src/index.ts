@@ -20,6 +20,7 @@ export {
 export { canonicalJson } from './canonical-json.js';
 export { Deadlines } from './deadlines.js';
 export {
+  alreadyDone,
   ErrorCode,
   HookgateError,
   InvalidDeliveryError,
@@ -50,6 +51,7 @@ export type {
   Decision,
   DecisionEvent,
   Delivery,
+  EventLease,
   HeaderBag,
   KeySource,
   Outcome,

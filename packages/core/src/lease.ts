@@ -81,6 +81,14 @@ export class Lease<TPayload = unknown> {
     return this.#settle('done', undefined, 2);
   }
 
+  /**
+   * Record as done an event that was done elsewhere (a handler wrapper's ledger): the same as
+   * {@link done}, reported as `duplicate`.
+   */
+  doneElsewhere(): Promise<void> {
+    return this.#settle('duplicate', undefined, 2);
+  }
+
   /** Delete the claim so that the next delivery redoes the work. */
   release(cause?: unknown): Promise<void> {
     return this.#settle('released', cause, 1);
@@ -109,7 +117,7 @@ export class Lease<TPayload = unknown> {
    * a no-op, not a lost lease).
    */
   async #settle(
-    decision: 'done' | 'released' | 'retained',
+    decision: 'done' | 'duplicate' | 'released' | 'retained',
     cause: unknown,
     attempts: number,
   ): Promise<void> {

@@ -42,6 +42,22 @@ export interface WebhookEvent<TPayload = unknown> {
   subject?: string;
   /** The provider's event time in epoch milliseconds, when an `occurredAt` selector found one. */
   occurredAt?: number;
+  /** The claim the handler runs under, once it is acquired (see {@link EventLease}). */
+  lease?: EventLease;
+}
+
+/**
+ * The claim a handler runs under: what a handler wrapper needs to record the event in the same
+ * transaction as its effects, fenced by the owner token (`@hookgate/pg` does), and the
+ * fencing token a handler can pass to other systems.
+ */
+export interface EventLease {
+  /** The store key of the claim: `<namespace>:<event key>`. */
+  readonly key: string;
+  /** The claim's owner token. A record of the key that holds another token is not ours. */
+  readonly token: string;
+  /** The done TTL in force, in ms: how long a done record of this event must live. */
+  readonly doneTtlMs: number;
 }
 
 /** What `gate.run` resolved to. A rejected promise covers every other case. */

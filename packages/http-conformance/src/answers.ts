@@ -11,7 +11,17 @@ export function answers({ start, makeServer }: SuiteContext): void {
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ status: 'processed', key: 'evt:evt_1' });
     expect(h.handled).toEqual([
-      { key: 'evt:evt_1', source: 'event-id', payload: { id: 'evt_1', amount: 5 } },
+      {
+        key: 'evt:evt_1',
+        source: 'event-id',
+        payload: { id: 'evt_1', amount: 5 },
+        // The claim the handler runs under: the store key, its owner token, the done TTL.
+        lease: {
+          key: expect.stringMatching(/^http-[0-9a-f-]+:evt:evt_1$/),
+          token: expect.stringMatching(/^[0-9a-f-]{36}$/),
+          doneTtlMs: 86_400_000,
+        },
+      },
     ]);
     await h.waitFor('done');
   });
