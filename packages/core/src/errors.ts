@@ -136,9 +136,53 @@ export function isAlreadyDone(error: unknown): boolean {
   return typeof error === 'object' && error !== null && alreadyDoneBrand in error;
 }
 
-/** @internal Throw an `INVALID_OPTIONS` error naming the option at fault. */
+/**
+ * For store and binding authors: the error of a wrong option, in the one format every hookgate
+ * package uses: `<owner>: option \`<option>\` <why>`.
+ * @example throw optionError('MyStore', 'timeoutMs', 'must be a positive integer of milliseconds');
+ */
+export function optionError(owner: string, option: string, why: string): HookgateError {
+  return new HookgateError(ErrorCode.INVALID_OPTIONS, `${owner}: option \`${option}\` ${why}`);
+}
+
+/**
+ * For store authors: what a failed store operation becomes, in the one format every hookgate
+ * store uses. A `StoreUnavailableError` passes as it is; a deadline (`TimeoutError`, as
+ * {@link Deadlines} rejects) says the outcome is unknown; anything else keeps its message, and
+ * is the `cause`.
+ * @param owner - the store's name, e.g. `'PostgresStore'`
+ * @param operation - the operation that failed, e.g. `'claim'`
+ */
+export function storeError(
+  owner: string,
+  operation: string,
+  error: unknown,
+): StoreUnavailableError {
+  if (error instanceof StoreUnavailableError) return error;
+  const message =
+    error instanceof DOMException && error.name === 'TimeoutError'
+      ? `${owner}: ${operation} got no answer in time (${error.message}); the store may still apply it, so its outcome is unknown`
+      : `${owner}: ${operation} failed: ${messageOf(error)}`;
+  return new StoreUnavailableError(message, { cause: error });
+}
+
+/**
+ * For store authors: the error of an operation that found a value hookgate did not write under
+ * its key. The value is left as it is, and the gate fails closed (503).
+ */
+export function foreignValueError(
+  owner: string,
+  operation: string,
+  key: string,
+): StoreUnavailableError {
+  return new StoreUnavailableError(
+    `${owner}: ${operation}: key ${key} holds a value hookgate did not write; left as it is`,
+  );
+}
+
+/** @internal Throw an `INVALID_OPTIONS` error naming the gate option at fault. */
 export function invalidOption(option: string, why: string): never {
-  throw new HookgateError(ErrorCode.INVALID_OPTIONS, `hookgate: option \`${option}\` ${why}`);
+  throw optionError('hookgate', option, why);
 }
 
 /** @internal What was thrown, as text for a message: anything may be thrown, `null` included. */

@@ -22,11 +22,14 @@ export { Deadlines } from './deadlines.js';
 export {
   alreadyDone,
   ErrorCode,
+  foreignValueError,
   HookgateError,
   InvalidDeliveryError,
   type InvalidReason,
   LeaseLostError,
+  optionError,
   StoreUnavailableError,
+  storeError,
 } from './errors.js';
 export {
   type Claim,

@@ -5,7 +5,7 @@
  * @packageDocumentation
  * @module @hookgate/ioredis
  */
-import { HookgateError } from '@hookgate/core';
+import { optionError } from '@hookgate/core';
 import { RedisStore, type RedisStoreOptions } from '@hookgate/redis-core';
 
 /**
@@ -69,10 +69,7 @@ export class IoRedisStore extends RedisStore {
       typeof client.eval !== 'function' ||
       typeof client.set !== 'function'
     ) {
-      throw new HookgateError(
-        'INVALID_OPTIONS',
-        'IoRedisStore: `client` must be an ioredis Redis or Cluster instance',
-      );
+      throw optionError('IoRedisStore', 'client', 'must be an ioredis Redis or Cluster instance');
     }
     super(
       'IoRedisStore',

@@ -9,7 +9,8 @@ import {
   type AdvanceState,
   type ClaimState,
   type ClaimStore,
-  HookgateError,
+  foreignValueError,
+  optionError,
   StoreUnavailableError,
 } from '@hookgate/core';
 
@@ -55,13 +56,10 @@ export class MemoryStore implements ClaimStore {
   constructor(options: MemoryStoreOptions = {}) {
     const { maxEntries = 100_000, now = Date.now } = options;
     if (!Number.isSafeInteger(maxEntries) || maxEntries < 1) {
-      throw new HookgateError(
-        'INVALID_OPTIONS',
-        'MemoryStore: option `maxEntries` must be a positive integer',
-      );
+      throw optionError('MemoryStore', 'maxEntries', 'must be a positive integer');
     }
     if (typeof now !== 'function') {
-      throw new HookgateError('INVALID_OPTIONS', 'MemoryStore: option `now` must be a function');
+      throw optionError('MemoryStore', 'now', 'must be a function');
     }
     this.#maxEntries = maxEntries;
     this.#now = now;
@@ -86,7 +84,7 @@ export class MemoryStore implements ClaimStore {
     }
     const { value } = entry;
     const kind = recordKind(value);
-    if (kind === undefined) throw foreign(key);
+    if (kind === undefined) throw foreignValueError('MemoryStore', 'claim', key);
     if (fingerprint !== undefined) {
       const stored = fingerprintOf(value);
       if (stored !== undefined && stored !== fingerprint) {
@@ -105,7 +103,7 @@ export class MemoryStore implements ClaimStore {
       this.#insert(key, claimRecord('d:', token, fingerprint), now + ttlMs, now);
       return true;
     }
-    if (recordKind(entry.value) === undefined) throw foreign(key);
+    if (recordKind(entry.value) === undefined) throw foreignValueError('MemoryStore', 'done', key);
     // `p:<token>…` or `d:<token>…` (done again by its owner); it keeps its fingerprint.
     if (!ownedBy(entry.value, token)) return false;
     entry.value =
@@ -120,7 +118,7 @@ export class MemoryStore implements ClaimStore {
     const entry = this.#live(key, this.#now());
     if (entry === undefined) return true;
     const kind = recordKind(entry.value);
-    if (kind === undefined) throw foreign(key);
+    if (kind === undefined) throw foreignValueError('MemoryStore', 'release', key);
     if (kind !== 'p' || !ownedBy(entry.value, token)) return false;
     this.#drop(key, entry);
     return true;
@@ -131,7 +129,7 @@ export class MemoryStore implements ClaimStore {
     const entry = this.#live(key, now);
     if (entry === undefined) return false;
     const kind = recordKind(entry.value);
-    if (kind === undefined) throw foreign(key);
+    if (kind === undefined) throw foreignValueError('MemoryStore', 'extend', key);
     if (kind !== 'p' || !ownedBy(entry.value, token)) return false;
     this.#expire(entry, now + ttlMs);
     return true;
@@ -143,7 +141,7 @@ export class MemoryStore implements ClaimStore {
     const entry = this.#live(key, now);
     if (entry !== undefined) {
       const mark = parseWatermark(entry.value);
-      if (mark === undefined) throw foreign(key);
+      if (mark === undefined) throw foreignValueError('MemoryStore', 'advance', key);
       if (at < mark.at) return 'stale';
       if (at === mark.at && ties === 'drop' && mark.eventKey !== eventKey) return 'stale';
       if (mark.holdUntil > now && mark.eventKey !== eventKey) return 'held';
@@ -163,7 +161,7 @@ export class MemoryStore implements ClaimStore {
     const entry = this.#live(key, now);
     if (entry === undefined) return true;
     const mark = parseWatermark(entry.value);
-    if (mark === undefined) throw foreign(key);
+    if (mark === undefined) throw foreignValueError('MemoryStore', 'releaseHold', key);
     if (mark.holder === token) entry.value = `${mark.at}:${mark.eventKey}`;
     else if (mark.holdUntil > now) return false;
     return true;
@@ -174,7 +172,7 @@ export class MemoryStore implements ClaimStore {
     const entry = this.#live(key, now);
     if (entry === undefined) return false;
     const mark = parseWatermark(entry.value);
-    if (mark === undefined) throw foreign(key);
+    if (mark === undefined) throw foreignValueError('MemoryStore', 'extendHold', key);
     if (mark.holder !== token) return false;
     entry.value = held(now + ttlMs, token, mark.at, mark.eventKey);
     if (entry.expiresAt < now + ttlMs) this.#expire(entry, now + ttlMs);
@@ -300,10 +298,6 @@ function ownedBy(value: string, token: string): boolean {
 function fingerprintOf(value: string): string | undefined {
   const colon = value.indexOf(':', 2);
   return colon < 0 ? undefined : value.slice(colon + 1);
-}
-
-function foreign(key: string): StoreUnavailableError {
-  return new StoreUnavailableError(`MemoryStore: key ${key} holds a value hookgate did not write`);
 }
 
 /**

@@ -5,7 +5,7 @@
  * @packageDocumentation
  * @module @hookgate/node-redis
  */
-import { HookgateError } from '@hookgate/core';
+import { optionError } from '@hookgate/core';
 import { RedisStore, type RedisStoreOptions } from '@hookgate/redis-core';
 
 /** The `SET` options a claim sends, spelled as node-redis 5 and 6 know them. */
@@ -90,9 +90,10 @@ export class NodeRedisStore extends RedisStore {
       typeof client.eval !== 'function' ||
       typeof client.set !== 'function'
     ) {
-      throw new HookgateError(
-        'INVALID_OPTIONS',
-        'NodeRedisStore: `client` must be a node-redis client (createClient) or cluster (createCluster)',
+      throw optionError(
+        'NodeRedisStore',
+        'client',
+        'must be a node-redis client (createClient) or cluster (createCluster)',
       );
     }
     super(

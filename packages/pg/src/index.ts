@@ -1,1 +1,11 @@
-export {};
+/**
+ * PostgreSQL for hookgate: {@link PostgresStore}, a durable `ClaimStore` whose `transaction()`
+ * makes a handler's database effects happen exactly once, and {@link PostgresLedger}, the same
+ * guarantee behind any store. Over a node-postgres (`pg` 8) `Pool` you create and own.
+ *
+ * @packageDocumentation
+ * @module @hookgate/pg
+ */
+export type { PgPool, PgPoolClient, PgQueryable, PgResult } from './client.js';
+export { PostgresLedger, type PostgresLedgerOptions } from './ledger.js';
+export { PostgresStore, type PostgresStoreOptions } from './store.js';

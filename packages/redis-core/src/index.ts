@@ -13,8 +13,10 @@ import {
   type ClaimState,
   type ClaimStore,
   Deadlines,
-  HookgateError,
+  foreignValueError,
+  optionError,
   StoreUnavailableError,
+  storeError,
 } from '@hookgate/core';
 import { type Script, scripts } from './scripts/index.js';
 
@@ -77,10 +79,7 @@ export class RedisStore implements ClaimStore {
   constructor(name: string, commands: RedisCommands, options: RedisStoreOptions = {}) {
     const { timeoutMs = 2000 } = options;
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > 2_147_483_647) {
-      throw new HookgateError(
-        'INVALID_OPTIONS',
-        `${name}: option \`timeoutMs\` must be a positive number of milliseconds`,
-      );
+      throw optionError(name, 'timeoutMs', 'must be a positive number of milliseconds');
     }
     this.#name = name;
     this.#commands = commands;
@@ -98,14 +97,14 @@ export class RedisStore implements ClaimStore {
     try {
       previous = await this.#deadlines.guard(this.#commands.setNxGet(key, record, ttlMs));
     } catch (error) {
-      throw this.#unavailable('claim', error);
+      throw storeError(this.#name, 'claim', error);
     }
     if (previous === null) return 'acquired';
     // A string, or a Buffer under a client's type mapping. `p:<token>` or `d:<token>`, then
     // `:<fingerprint>` when the claim carries one.
     const value = String(previous);
     const kind = value.slice(0, 2);
-    if (kind !== 'p:' && kind !== 'd:') throw this.#foreign('claim', key);
+    if (kind !== 'p:' && kind !== 'd:') throw foreignValueError(this.#name, 'claim', key);
     const colon = value.indexOf(':', 2);
     if (fingerprint !== undefined && colon > 0) {
       const stored = value.slice(colon + 1);
@@ -151,21 +150,15 @@ export class RedisStore implements ClaimStore {
     try {
       reply = await this.#deadlines.guard(this.#evaluate(script, key, args));
     } catch (error) {
-      throw this.#unavailable(operation, error);
+      throw storeError(this.#name, operation, error);
     }
     // A number, or a string under a client's type mapping.
     const code = Number(reply);
     if (code === 0 || code === 1 || code === 2) return code;
-    if (code === -1) throw this.#foreign(operation, key);
+    if (code === -1) throw foreignValueError(this.#name, operation, key);
     throw new StoreUnavailableError(`${this.#name}: ${operation} got an unexpected reply`, {
       cause: new Error(`expected 0, 1 or 2, got ${JSON.stringify(reply)}`),
     });
-  }
-
-  #foreign(operation: string, key: string): StoreUnavailableError {
-    return new StoreUnavailableError(
-      `${this.#name}: ${operation}: key ${key} holds a value hookgate did not write; left as it is`,
-    );
   }
 
   /** `EVALSHA`, and `EVAL` (which caches the script again) only when the server lost it. */
@@ -176,20 +169,6 @@ export class RedisStore implements ClaimStore {
       if (!isNoScript(error)) throw error;
       return this.#commands.eval(script.lua, key, args);
     }
-  }
-
-  #unavailable(operation: string, error: unknown): StoreUnavailableError {
-    if (error instanceof DOMException && error.name === 'TimeoutError') {
-      return new StoreUnavailableError(
-        `${this.#name}: ${operation} got no answer within ${this.#deadlines.timeoutMs} ms; ` +
-          'Redis may still apply it, so its outcome is unknown',
-        { cause: error },
-      );
-    }
-    const detail = error instanceof Error ? error.message : String(error);
-    return new StoreUnavailableError(`${this.#name}: ${operation} failed: ${detail}`, {
-      cause: error,
-    });
   }
 }
 

@@ -1,0 +1,113 @@
+import { optionError, storeError } from '@hookgate/core';
+
+/** What a query resolves to, as node-postgres (`pg` 8) gives it. */
+export interface PgResult {
+  /** The rows, as objects keyed by column name. */
+  rows: Record<string, unknown>[];
+  /** How many rows the statement touched (`null` for some utility statements). */
+  rowCount: number | null;
+}
+
+/**
+ * Anything that runs a parameterised statement the way node-postgres does: a `pg` `Pool` or
+ * `Client`, or the pool behind Drizzle's or Kysely's node-postgres driver. The package never
+ * imports `pg`.
+ */
+export interface PgQueryable {
+  /** Run `text` with `$1`, `$2`, … bound to `values`. */
+  query(text: string, values?: unknown[]): Promise<PgResult>;
+}
+
+/** A connection checked out of a pool, for one transaction. */
+export interface PgPoolClient extends PgQueryable {
+  /** Give the connection back; `true` or an error destroys it instead. */
+  release(destroy?: boolean | Error): void;
+}
+
+/** A `pg` `Pool` (or anything with `query` and `connect`): what transactions need. */
+export interface PgPool extends PgQueryable {
+  /** Check a connection out for a transaction. */
+  connect(): Promise<PgPoolClient>;
+}
+
+const IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/**
+ * A table option checked and quoted: `name` or `schema.name`, lower-case letters, digits and
+ * `_` (no quoting games: the name is written into the statements).
+ * @returns the quoted name, and the bare table name (for the names of its indexes).
+ */
+export function tableName(owner: string, table: string): { quoted: string; bare: string } {
+  const parts = typeof table === 'string' ? table.split('.') : [];
+  if (parts.length < 1 || parts.length > 2 || !parts.every((part) => IDENTIFIER.test(part))) {
+    throw optionError(
+      owner,
+      'table',
+      `must be a lower-case identifier, optionally schema-qualified (got ${JSON.stringify(table)})`,
+    );
+  }
+  return { quoted: parts.map((part) => `"${part}"`).join('.'), bare: parts.at(-1)! };
+}
+
+/** Check that `client` can run queries (and, with `needsConnect`, check connections out). */
+export function checkClient(owner: string, client: unknown, needsConnect: boolean): void {
+  const shaped = client as Partial<PgPool> | null;
+  if (typeof shaped?.query !== 'function') {
+    throw optionError(
+      owner,
+      'client',
+      'must be a node-postgres Pool or Client (with query(text, values))',
+    );
+  }
+  if (needsConnect && typeof shaped.connect !== 'function') {
+    throw optionError(
+      owner,
+      'pool',
+      'must be a node-postgres Pool (with connect()), for transactions',
+    );
+  }
+}
+
+/**
+ * Run `work` in one transaction on a connection checked out of `pool`: `BEGIN`, `work`,
+ * `COMMIT`; `ROLLBACK` when `work` throws (its error goes on). A connection that cannot be
+ * checked out or begun is a `StoreUnavailableError`: the handler did not run. A `ROLLBACK`
+ * that fails destroys the connection rather than return it to the pool mid-transaction.
+ */
+export async function inTransaction<T>(
+  owner: string,
+  pool: PgPool,
+  work: (client: PgPoolClient) => Promise<T>,
+): Promise<T> {
+  let client: PgPoolClient;
+  try {
+    client = await pool.connect();
+  } catch (error) {
+    throw storeError(owner, 'connect', error);
+  }
+  let broken = false;
+  try {
+    try {
+      await client.query('BEGIN');
+    } catch (error) {
+      broken = true;
+      throw storeError(owner, 'begin', error);
+    }
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    if (!broken) await client.query('ROLLBACK').catch(() => (broken = true));
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+}
+
+/** Check a duration argument: a positive integer of milliseconds. */
+export function positiveMs(owner: string, option: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value <= 0) {
+    throw optionError(owner, option, 'must be a positive integer of milliseconds');
+  }
+  return value;
+}

@@ -1,0 +1,135 @@
+import { alreadyDone, optionError, storeError, type WebhookEvent } from '@hookgate/core';
+import {
+  checkClient,
+  inTransaction,
+  type PgPool,
+  type PgPoolClient,
+  positiveMs,
+  tableName,
+} from './client.js';
+
+/** Options of {@link PostgresLedger}. */
+export interface PostgresLedgerOptions {
+  /**
+   * The table of events done: a lower-case name, optionally schema-qualified. `setup()`
+   * creates it.
+   * @default 'hookgate_ledger'
+   */
+  table?: string;
+}
+
+/** How many rows one `prune` statement deletes. */
+const PRUNE_BATCH = 1_000;
+
+/**
+ * The durable record of events done, in PostgreSQL, behind any store (Redis in front for
+ * speed, PostgreSQL as the truth): `ledger.transaction(handler)` records the event's key in the
+ * handler's own transaction, so the effects and the record commit together or not at all. When
+ * the key is already there (Redis lost its record: a failover, a flush, an expired done TTL),
+ * the handler does not run, the transaction does nothing, and `run` resolves `duplicate`.
+ *
+ * @example
+ * ```ts
+ * const ledger = new PostgresLedger(pool);
+ * await ledger.setup();
+ * await gate.run(delivery, ledger.transaction(async (event, client) => {
+ *   await client.query('INSERT INTO payments (id, amount) VALUES ($1, $2)', [...]);
+ * }));
+ * ```
+ */
+export class PostgresLedger {
+  readonly #pool: PgPool;
+  readonly #table: string;
+  readonly #index: string;
+  readonly #lockKey: string;
+
+  /**
+   * @param pool - a `pg` `Pool`; you keep it, and end it yourself
+   * @throws HookgateError `INVALID_OPTIONS` for a pool without `query` and `connect`, or a bad
+   * table name
+   */
+  constructor(pool: PgPool, options: PostgresLedgerOptions = {}) {
+    const { table = 'hookgate_ledger' } = options;
+    checkClient('PostgresLedger', pool, true);
+    const { quoted, bare } = tableName('PostgresLedger', table);
+    this.#pool = pool;
+    this.#table = quoted;
+    this.#index = `"${bare}_done_at"`;
+    this.#lockKey = `hookgate.setup:${table}`;
+  }
+
+  /** Create the table and its index if they are missing; safe on every start, and concurrently. */
+  async setup(): Promise<void> {
+    try {
+      await this.#pool.query(`
+        SELECT pg_advisory_xact_lock(hashtext('${this.#lockKey}'));
+        CREATE TABLE IF NOT EXISTS ${this.#table} (
+          key     text        PRIMARY KEY,
+          done_at timestamptz NOT NULL DEFAULT clock_timestamp()
+        );
+        CREATE INDEX IF NOT EXISTS ${this.#index} ON ${this.#table} (done_at);`);
+    } catch (error) {
+      throw storeError('PostgresLedger', 'setup', error);
+    }
+  }
+
+  /**
+   * Wrap a handler of `gate.run` so that it runs in one transaction that first records the
+   * event's key (`event.lease.key`, namespace included). If the key is already recorded, the
+   * transaction rolls back, the handler does not run, and `run` resolves `duplicate` (the gate
+   * records it done in its store). A second delivery running at the same moment waits on the
+   * first one's row, then finds it. A handler that throws rolls back its effects and the record.
+   */
+  transaction<TPayload, TResult>(
+    handler: (
+      event: WebhookEvent<TPayload>,
+      client: PgPoolClient,
+    ) => TResult | PromiseLike<TResult>,
+  ): (event: WebhookEvent<TPayload>) => Promise<TResult> {
+    return async (event) => {
+      const key = event.lease?.key;
+      if (key === undefined) {
+        throw optionError(
+          'PostgresLedger',
+          'transaction',
+          'wraps a handler of gate.run (the event has no lease)',
+        );
+      }
+      return inTransaction('PostgresLedger', this.#pool, async (client) => {
+        const recorded = await client.query(
+          `INSERT INTO ${this.#table} (key) VALUES ($1) ON CONFLICT (key) DO NOTHING`,
+          [key],
+        );
+        if (recorded.rowCount === 0) throw alreadyDone();
+        return handler(event, client);
+      });
+    };
+  }
+
+  /**
+   * Delete the records of events done more than `olderThanMs` ago, a thousand per statement.
+   * Keep them longer than any replay you accept: a pruned event runs again if it comes back.
+   * @returns how many rows were deleted
+   */
+  async prune(olderThanMs: number): Promise<number> {
+    positiveMs('PostgresLedger', 'olderThanMs', olderThanMs);
+    let total = 0;
+    for (;;) {
+      let deleted: number;
+      try {
+        const result = await this.#pool.query(
+          `DELETE FROM ${this.#table} WHERE key IN (
+             SELECT key FROM ${this.#table}
+             WHERE done_at < clock_timestamp() - $1::bigint * interval '1 millisecond'
+             LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+          [olderThanMs, PRUNE_BATCH],
+        );
+        deleted = result.rowCount ?? 0;
+      } catch (error) {
+        throw storeError('PostgresLedger', 'prune', error);
+      }
+      total += deleted;
+      if (deleted < PRUNE_BATCH) return total;
+    }
+  }
+}

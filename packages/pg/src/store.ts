@@ -1,0 +1,276 @@
+import {
+  type AdvanceRequest,
+  type AdvanceState,
+  type ClaimState,
+  type ClaimStore,
+  Deadlines,
+  foreignValueError,
+  LeaseLostError,
+  optionError,
+  storeError,
+  type WebhookEvent,
+} from '@hookgate/core';
+import {
+  checkClient,
+  inTransaction,
+  type PgPool,
+  type PgPoolClient,
+  type PgQueryable,
+  type PgResult,
+  tableName,
+} from './client.js';
+import { statements } from './sql.js';
+
+/** Options of {@link PostgresStore}. */
+export interface PostgresStoreOptions {
+  /**
+   * The table of claims, done records and watermarks: a lower-case name, optionally
+   * schema-qualified (`hooks.claims`). `setup()` creates it.
+   * @default 'hookgate_claims'
+   */
+  table?: string;
+  /**
+   * The deadline of every operation, in ms. An operation without an answer by then (the server
+   * down or paused, a row lock held elsewhere, a pool with no free connection) rejects with
+   * `StoreUnavailableError`. The statement is not cancelled: PostgreSQL may still apply it, so
+   * its outcome is unknown (as with any timeout). Set `statement_timeout` on a pool you
+   * dedicate to hookgate to make the server give up too.
+   * @default 2000
+   */
+  timeoutMs?: number;
+}
+
+/** How many expired rows one `sweep` statement deletes. */
+const SWEEP_BATCH = 1_000;
+/** How many times a claim is retried when a concurrent commit hid its row from the read. */
+const CLAIM_ATTEMPTS = 5;
+
+/**
+ * A {@link ClaimStore} in PostgreSQL, over a node-postgres (`pg` 8) `Pool` you create and own.
+ * Claims survive restarts and failovers of anything but the database, and `transaction()`
+ * makes a handler's database effects happen exactly once.
+ *
+ * Each operation is one statement on one row, decided by the database clock
+ * (`clock_timestamp()`), never a read followed by a write: `claim` is an
+ * `INSERT … ON CONFLICT … DO UPDATE … WHERE <expired>`. Expired rows behave as absent ones;
+ * `sweep()` deletes them.
+ *
+ * @example
+ * ```ts
+ * import pg from 'pg';
+ * import { PostgresStore } from '@hookgate/pg';
+ *
+ * const store = new PostgresStore(new pg.Pool({ connectionString: process.env.DATABASE_URL }));
+ * await store.setup();
+ * ```
+ */
+export class PostgresStore implements ClaimStore {
+  readonly #client: PgQueryable;
+  readonly #sql: ReturnType<typeof statements>;
+  readonly #lockKey: string;
+  readonly #deadlines: Deadlines;
+  /** Claims whose done a `transaction()` committed: the gate's `done` that follows is free. */
+  readonly #fenced = new Set<string>();
+
+  /**
+   * @param client - a `pg` `Pool` (a `Client`, or any object with `query(text, values)`, will
+   * do for everything but `transaction`); you keep it, and end it yourself
+   * @throws HookgateError `INVALID_OPTIONS` for a client without `query`, a bad table name or a
+   * bad `timeoutMs`
+   */
+  constructor(client: PgQueryable | PgPool, options: PostgresStoreOptions = {}) {
+    const { table = 'hookgate_claims', timeoutMs = 2000 } = options;
+    checkClient('PostgresStore', client, false);
+    const { quoted, bare } = tableName('PostgresStore', table);
+    if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0) {
+      throw optionError('PostgresStore', 'timeoutMs', 'must be a positive integer of milliseconds');
+    }
+    this.#client = client;
+    this.#sql = statements(quoted, `"${bare}_expires_at"`);
+    this.#lockKey = `hookgate.setup:${table}`;
+    this.#deadlines = new Deadlines(timeoutMs);
+  }
+
+  /**
+   * Create the table and its index if they are missing. Safe to run on every start, and from
+   * several processes at once (an advisory lock serialises them). The SQL is in the adapter's
+   * docs, for teams that run their own migrations.
+   */
+  async setup(): Promise<void> {
+    try {
+      // One simple-protocol query: its statements run as one transaction, under the lock.
+      await this.#client.query(this.#sql.setup(this.#lockKey));
+    } catch (error) {
+      throw storeError('PostgresStore', 'setup', error);
+    }
+  }
+
+  /**
+   * Delete expired rows (claims, done records, watermarks), a thousand per statement, until
+   * none is left; rows another session has locked are skipped. Run it on an interval (see the
+   * adapter's docs); expired rows are ignored meanwhile, so nothing depends on it but space.
+   * @returns how many rows were deleted
+   */
+  async sweep(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      let deleted: number;
+      try {
+        deleted = (await this.#client.query(this.#sql.sweep, [SWEEP_BATCH])).rowCount ?? 0;
+      } catch (error) {
+        throw storeError('PostgresStore', 'sweep', error);
+      }
+      total += deleted;
+      if (deleted < SWEEP_BATCH) return total;
+    }
+  }
+
+  /**
+   * Wrap a handler so that it runs in one transaction that also marks its claim done, fenced by
+   * the owner token: `gate.run(delivery, store.transaction(async (event, client) => …))`. Run
+   * every statement of the effect on `client`. At the end the claim row is marked done in the
+   * same transaction if it is still ours, or expired with nobody else holding it; when another
+   * worker holds it, the transaction rolls back and `run` rejects with `LeaseLostError`. So the
+   * handler's database effects happen exactly once, even when its lease expired and another
+   * worker took over. The claim row is not locked while the handler runs. A handler that
+   * throws rolls back, and the gate releases the claim.
+   *
+   * Needs a `Pool` (`connect()`).
+   */
+  transaction<TPayload, TResult>(
+    handler: (
+      event: WebhookEvent<TPayload>,
+      client: PgPoolClient,
+    ) => TResult | PromiseLike<TResult>,
+  ): (event: WebhookEvent<TPayload>) => Promise<TResult> {
+    checkClient('PostgresStore', this.#client, true);
+    const pool = this.#client as PgPool;
+    return async (event) => {
+      const lease = event.lease;
+      if (lease === undefined) {
+        throw optionError(
+          'PostgresStore',
+          'transaction',
+          'wraps a handler of gate.run (the event has no lease)',
+        );
+      }
+      const result = await inTransaction('PostgresStore', pool, async (client) => {
+        const value = await handler(event, client);
+        const fence = await client.query(this.#sql.done, [
+          lease.key,
+          lease.token,
+          lease.doneTtlMs,
+          null,
+        ]);
+        if (codeOf(fence, 0) === -1) throw foreignValueError('PostgresStore', 'done', lease.key);
+        if (codeOf(fence, 0) !== 1) throw new LeaseLostError(lease.key, 'done');
+        return value;
+      });
+      this.#remember(lease.key, lease.token);
+      return result;
+    };
+  }
+
+  async claim(
+    key: string,
+    token: string,
+    ttlMs: number,
+    fingerprint?: string,
+  ): Promise<ClaimState> {
+    for (let attempt = 1; ; attempt++) {
+      const { rows } = await this.#query('claim', this.#sql.claim, [
+        key,
+        token,
+        ttlMs,
+        fingerprint ?? null,
+      ]);
+      const row = rows[0];
+      if (row?.kind === 'a') return 'acquired';
+      // No row, or an expired one: a concurrent commit moved the row after this statement's
+      // snapshot was taken. The next statement sees it.
+      if (row === undefined || row.live !== true) {
+        if (attempt < CLAIM_ATTEMPTS) continue;
+        return 'processing';
+      }
+      if (row.kind !== 'p' && row.kind !== 'd')
+        throw foreignValueError('PostgresStore', 'claim', key);
+      const stored = row.fingerprint as string | null;
+      if (fingerprint !== undefined && stored !== null && stored !== fingerprint) {
+        return { state: 'conflict', fingerprint: stored };
+      }
+      if (row.kind === 'd') return 'done';
+      return row.token === token ? 'acquired' : 'processing';
+    }
+  }
+
+  async done(key: string, token: string, ttlMs: number, fingerprint?: string): Promise<boolean> {
+    if (this.#fenced.delete(`${key} ${token}`)) return true; // a transaction committed it
+    return this.#code('done', key, this.#sql.done, [key, token, ttlMs, fingerprint ?? null], 0);
+  }
+
+  async release(key: string, token: string): Promise<boolean> {
+    return this.#code('release', key, this.#sql.release, [key, token], 1);
+  }
+
+  async extend(key: string, token: string, ttlMs: number): Promise<boolean> {
+    return this.#code('extend', key, this.#sql.extend, [key, token, ttlMs], 0);
+  }
+
+  async advance(key: string, request: AdvanceRequest): Promise<AdvanceState> {
+    const { at, eventKey, token, holdMs, ttlMs, ties } = request;
+    const result = await this.#query('advance', this.#sql.advance, [
+      key,
+      at,
+      eventKey,
+      token,
+      holdMs,
+      ttlMs,
+      ties,
+    ]);
+    // No row: a concurrent commit moved the watermark; come back later.
+    const code = codeOf(result, 2);
+    if (code === -1) throw foreignValueError('PostgresStore', 'advance', key);
+    return code === 1 ? 'applied' : code === 0 ? 'stale' : 'held';
+  }
+
+  async releaseHold(key: string, token: string): Promise<boolean> {
+    return this.#code('releaseHold', key, this.#sql.releaseHold, [key, token], 1);
+  }
+
+  async extendHold(key: string, token: string, ttlMs: number): Promise<boolean> {
+    return this.#code('extendHold', key, this.#sql.extendHold, [key, token, ttlMs], 0);
+  }
+
+  /** Run a statement that answers one code; `none` is what no row means for it. */
+  async #code(
+    operation: string,
+    key: string,
+    text: string,
+    values: unknown[],
+    none: number,
+  ): Promise<boolean> {
+    const code = codeOf(await this.#query(operation, text, values), none);
+    if (code === -1) throw foreignValueError('PostgresStore', operation, key);
+    return code === 1;
+  }
+
+  async #query(operation: string, text: string, values: unknown[]): Promise<PgResult> {
+    try {
+      return await this.#deadlines.guard(this.#client.query(text, values));
+    } catch (error) {
+      throw storeError('PostgresStore', operation, error);
+    }
+  }
+
+  /** Remember a fenced commit for the gate's `done`, which follows at once; bounded. */
+  #remember(key: string, token: string): void {
+    if (this.#fenced.size >= 10_000) this.#fenced.delete(this.#fenced.values().next().value!);
+    this.#fenced.add(`${key} ${token}`);
+  }
+}
+
+/** The `code` column of a statement's single row, or `none` when it returned no row. */
+function codeOf(result: PgResult, none: number): number {
+  const row = result.rows[0];
+  return row === undefined ? none : Number(row.code);
+}
