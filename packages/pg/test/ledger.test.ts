@@ -1,0 +1,116 @@
+import { randomUUID } from 'node:crypto';
+import { createGate, HookgateError } from '@hookgate/core';
+import { IoRedisStore } from '@hookgate/ioredis';
+import { MemoryStore } from '@hookgate/memory';
+import { type RedisServer, startRedis } from '@hookgate/redis-harness';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PostgresLedger } from '../src/index.js';
+import { drop, pool, uniqueTable } from './db.js';
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+const shared = pool({ max: 10 });
+const table = uniqueTable('hookgate_ledger');
+const effects = uniqueTable('hookgate_effects');
+const ledger = new PostgresLedger(shared, { table });
+let redis: RedisServer;
+let client: Redis;
+
+beforeAll(async () => {
+  await ledger.setup();
+  await ledger.setup(); // safe on every start
+  await shared.query(`CREATE TABLE "${effects}" (event_key text NOT NULL)`);
+  redis = await startRedis();
+  client = new Redis({ host: '127.0.0.1', port: redis.port });
+});
+afterAll(async () => {
+  client?.disconnect();
+  await redis?.dispose();
+  await drop(shared, table, effects);
+  await shared.end();
+});
+
+const effectCount = async (key: string) =>
+  (await shared.query(`SELECT count(*)::int AS n FROM "${effects}" WHERE event_key = $1`, [key]))
+    .rows[0].n as number;
+
+/** The handler every test runs through the ledger: one effect row per run. */
+const pay = ledger.transaction(async (event, tx) => {
+  await tx.query(`INSERT INTO "${effects}" VALUES ($1)`, [event.lease!.key]);
+  return 'paid';
+});
+
+describe('PostgresLedger', () => {
+  it('behind Redis: when Redis forgets the done record (a flush, a failover), the redelivery is a duplicate and the effect is not repeated', async () => {
+    const namespace = `ledger-${randomUUID()}`;
+    const gate = createGate({ store: new IoRedisStore(client), eventId: 'id', namespace });
+    const delivery = { payload: { id: 'evt_1' } };
+    const key = `${namespace}:evt:evt_1`;
+    expect(await gate.run(delivery, pay)).toMatchObject({ status: 'processed', result: 'paid' });
+    await redis.command('FLUSHALL'); // the harness's own server, never the shared one
+    expect(await redis.command('GET', key)).toBeNull();
+    expect(await gate.run(delivery, pay)).toEqual({ status: 'duplicate', key: 'evt:evt_1' });
+    expect(await effectCount(key)).toBe(1);
+    // And the gate recorded it done again in Redis: the next redelivery stops there.
+    expect(String(await redis.command('GET', key))).toMatch(/^d:/);
+  });
+
+  it('two processes whose stores do not see each other deliver one event at once: one effect, the other a duplicate', async () => {
+    const namespace = `ledger-${randomUUID()}`;
+    const [first, second] = [new MemoryStore(), new MemoryStore()].map((store) =>
+      createGate({ store, eventId: 'id', namespace }),
+    );
+    const slow = ledger.transaction(async (event, tx) => {
+      await tx.query(`INSERT INTO "${effects}" VALUES ($1)`, [event.lease!.key]);
+      await sleep(100); // the second transaction waits on this one's ledger row
+    });
+    const outcomes = await Promise.all([
+      first!.run({ payload: { id: 'evt_1' } }, slow),
+      second!.run({ payload: { id: 'evt_1' } }, slow),
+    ]);
+    expect(outcomes.map((outcome) => outcome.status).sort()).toEqual(['duplicate', 'processed']);
+    expect(await effectCount(`${namespace}:evt:evt_1`)).toBe(1);
+  });
+
+  it('a handler that throws rolls back its effects and the record: the retry runs', async () => {
+    const namespace = `ledger-${randomUUID()}`;
+    const gate = createGate({ store: new MemoryStore(), eventId: 'id', namespace });
+    const failing = ledger.transaction(async (event, tx) => {
+      await tx.query(`INSERT INTO "${effects}" VALUES ($1)`, [event.lease!.key]);
+      throw new Error('declined');
+    });
+    await expect(gate.run({ payload: { id: 'evt_1' } }, failing)).rejects.toThrow('declined');
+    expect(await effectCount(`${namespace}:evt:evt_1`)).toBe(0);
+    expect((await gate.run({ payload: { id: 'evt_1' } }, pay)).status).toBe('processed');
+    expect(await effectCount(`${namespace}:evt:evt_1`)).toBe(1);
+  });
+
+  it('prune deletes the records older than asked, and a pruned event runs again', async () => {
+    const namespace = `ledger-${randomUUID()}`;
+    const ownTable = uniqueTable('hookgate_ledger');
+    const own = new PostgresLedger(shared, { table: ownTable });
+    await own.setup();
+    try {
+      const run = own.transaction(async () => 'ok');
+      const gates = () => createGate({ store: new MemoryStore(), eventId: 'id', namespace });
+      for (let i = 0; i < 3; i++) await gates().run({ payload: { id: `evt_${i}` } }, run);
+      expect(await own.prune(3_600_000)).toBe(0);
+      await sleep(50);
+      expect(await own.prune(10)).toBe(3);
+      // Forgotten everywhere (a fresh cache, a pruned ledger): it runs again.
+      expect((await gates().run({ payload: { id: 'evt_0' } }, run)).status).toBe('processed');
+      await expect(own.prune(0)).rejects.toThrow(/`olderThanMs`/);
+    } finally {
+      await drop(shared, ownTable);
+    }
+  });
+
+  it('refuses to run outside gate.run, and a pool without connect', async () => {
+    await expect(pay({ key: 'evt:x', source: 'event-id', payload: {} })).rejects.toThrow(
+      HookgateError,
+    );
+    const queryOnly = { query: shared.query.bind(shared) } as never;
+    expect(() => new PostgresLedger(queryOnly)).toThrow(/`pool`/);
+  });
+});

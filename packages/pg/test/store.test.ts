@@ -1,0 +1,296 @@
+import { randomUUID } from 'node:crypto';
+import { createGate, type Gate, HookgateError, LeaseLostError } from '@hookgate/core';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { type PgResult, PostgresStore } from '../src/index.js';
+import { drop, pool, uniqueTable } from './db.js';
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+const shared = pool({ max: 60 });
+const table = uniqueTable();
+const effects = uniqueTable('hookgate_effects');
+const store = new PostgresStore(shared, { table });
+
+beforeAll(async () => {
+  await store.setup();
+  await shared.query(`CREATE TABLE "${effects}" (event_key text NOT NULL, worker text NOT NULL)`);
+});
+afterAll(async () => {
+  await drop(shared, table, effects);
+  await shared.end();
+});
+
+const effectRows = async (key: string) =>
+  (await shared.query(`SELECT worker FROM "${effects}" WHERE event_key = $1`, [key])).rows.map(
+    (row) => row.worker as string,
+  );
+
+describe('PostgresStore', () => {
+  it('setup is safe to run again, and from two processes at once', async () => {
+    const fresh = uniqueTable();
+    const [a, b] = [pool({ max: 1 }), pool({ max: 1 })];
+    try {
+      await Promise.all([
+        new PostgresStore(a, { table: fresh }).setup(),
+        new PostgresStore(b, { table: fresh }).setup(),
+      ]);
+      await new PostgresStore(a, { table: fresh }).setup();
+      const { rows } = await a.query('SELECT indexname FROM pg_indexes WHERE tablename = $1', [
+        fresh,
+      ]);
+      expect(rows.map((row) => row.indexname).sort()).toEqual([
+        `${fresh}_expires_at`,
+        `${fresh}_pkey`,
+      ]);
+    } finally {
+      await drop(a, fresh);
+      await Promise.all([a.end(), b.end()]);
+    }
+  });
+
+  it('refuses a bad table name, timeout or client when it is built, naming the option', () => {
+    for (const [options, option] of [
+      [{ table: 'Claims' }, 'table'],
+      [{ table: 'a.b.c' }, 'table'],
+      [{ table: 'claims; DROP TABLE x' }, 'table'],
+      [{ timeoutMs: 0 }, 'timeoutMs'],
+    ] as const) {
+      const build = () => new PostgresStore(shared, options);
+      expect(build).toThrow(HookgateError);
+      expect(build).toThrow(`\`${option}\``);
+    }
+    expect(() => new PostgresStore({} as never)).toThrow(/`client`/);
+    const queryOnly = { query: shared.query.bind(shared) } as never;
+    expect(() => new PostgresStore(queryOnly).transaction(async () => 1)).toThrow(/`pool`/);
+  });
+
+  it('of 50 concurrent claims over 50 connections, exactly one acquires', async () => {
+    const key = `hookgate:evt:${randomUUID()}`;
+    const states = await Promise.all(
+      Array.from({ length: 50 }, () => store.claim(key, randomUUID(), 60_000)),
+    );
+    expect(states.filter((state) => state === 'acquired')).toHaveLength(1);
+    expect(states.filter((state) => state === 'processing')).toHaveLength(49);
+    const { rows } = await shared.query('SELECT count(*)::int AS n FROM pg_stat_activity');
+    expect(rows[0].n).toBeGreaterThanOrEqual(50);
+  });
+
+  it('judges expiry by the database clock, whatever the client clock says', async () => {
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 10 * 365 * 86_400_000 });
+    try {
+      const key = `hookgate:evt:${randomUUID()}`;
+      expect(await store.claim(key, randomUUID(), 400)).toBe('acquired');
+      // Ten years ahead on this side: still live on the database's.
+      expect(await store.claim(key, randomUUID(), 400)).toBe('processing');
+      vi.setSystemTime(Date.now() - 20 * 365 * 86_400_000);
+      await sleep(600);
+      expect(await store.claim(key, randomUUID(), 400)).toBe('acquired');
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('sweep deletes every expired row, in batches, and nothing live', async () => {
+    const sweepTable = uniqueTable();
+    const own = new PostgresStore(shared, { table: sweepTable });
+    await own.setup();
+    try {
+      await Promise.all(
+        Array.from({ length: 2_500 }, (_, i) => own.claim(`k:${i}`, randomUUID(), 1)),
+      );
+      const live = await Promise.all(
+        Array.from({ length: 5 }, (_, i) => own.done(`live:${i}`, randomUUID(), 60_000)),
+      );
+      expect(live.every(Boolean)).toBe(true);
+      await sleep(20);
+      expect(await own.sweep()).toBe(2_500);
+      expect(await own.sweep()).toBe(0);
+      const { rows } = await shared.query(`SELECT count(*)::int AS n FROM "${sweepTable}"`);
+      expect(rows[0].n).toBe(5);
+    } finally {
+      await drop(shared, sweepTable);
+    }
+  });
+});
+
+/** The store over `shared`, counting the statements each side sends. */
+function counted() {
+  const sent: string[] = [];
+  const name = (text: string) => text.trim().split(/\s+/).slice(0, 2).join(' ');
+  const counting = {
+    query: (text: string, values?: unknown[]) => {
+      sent.push(name(text));
+      return shared.query(text, values) as Promise<PgResult>;
+    },
+    connect: async () => {
+      const client = await shared.connect();
+      return {
+        query: (text: string, values?: unknown[]) => {
+          sent.push(`tx: ${name(text)}`);
+          return client.query(text, values) as Promise<PgResult>;
+        },
+        release: (destroy?: boolean | Error) => client.release(destroy),
+      };
+    },
+  };
+  return { sent, store: new PostgresStore(counting, { table }) };
+}
+
+describe('round trips per delivery', () => {
+  it('a new delivery costs 2 statements, a duplicate 1, a sequenced one 4', async () => {
+    const { sent, store: own } = counted();
+    const gate = createGate({ store: own, eventId: 'id', namespace: `rt-${randomUUID()}` });
+    await gate.run({ payload: { id: 'e1' } }, () => 'ok');
+    expect(sent.splice(0)).toEqual(['WITH claimed', 'WITH marked']);
+    await gate.run({ payload: { id: 'e1' } }, () => 'ok');
+    expect(sent.splice(0)).toEqual(['WITH claimed']);
+    const sequenced = createGate({
+      store: own,
+      eventId: 'id',
+      namespace: `rt-${randomUUID()}`,
+      sequence: { subject: 's', occurredAt: 'at' },
+    });
+    await sequenced.run({ payload: { id: 'e2', s: 'g1', at: 1_700_000_000 } }, () => 'ok');
+    expect(sent.splice(0)).toEqual(['WITH claimed', 'WITH moved', 'WITH marked', 'WITH freed']);
+  });
+
+  it('store.transaction: the claim, then BEGIN, the effect, the fence and COMMIT on one connection; the done that follows costs nothing', async () => {
+    const { sent, store: own } = counted();
+    const gate = createGate({ store: own, eventId: 'id', namespace: `rt-${randomUUID()}` });
+    const outcome = await gate.run(
+      { payload: { id: 'e1' } },
+      own.transaction(async (event, client) => {
+        await client.query(`INSERT INTO "${effects}" VALUES ($1, 'rt')`, [event.lease!.key]);
+        return 'paid';
+      }),
+    );
+    expect(outcome).toMatchObject({ status: 'processed', result: 'paid' });
+    expect(sent).toEqual([
+      'WITH claimed',
+      'tx: BEGIN',
+      'tx: INSERT INTO',
+      'tx: WITH marked',
+      'tx: COMMIT',
+    ]);
+  });
+});
+
+describe('store.transaction: effects exactly once', () => {
+  const gateOf = (namespace: string, claimTtlMs: number): Gate =>
+    createGate({ store, eventId: 'id', namespace, claimTtlMs });
+
+  it('a worker whose lease expired mid-transaction, after another took over, rolls back: one effect', async () => {
+    const namespace = `fence-${randomUUID()}`;
+    const a = gateOf(namespace, 300);
+    const b = gateOf(namespace, 60_000);
+    const delivery = { payload: { id: 'evt_1' } };
+    const key = `${namespace}:evt:evt_1`;
+    let tookOver!: () => void;
+    const takenOver = new Promise<void>((resolve) => (tookOver = resolve));
+    const slow = a.run(
+      delivery,
+      store.transaction(async (event, client) => {
+        await client.query(`INSERT INTO "${effects}" VALUES ($1, 'a')`, [event.lease!.key]);
+        await takenOver; // A's claim expires meanwhile, and B processes the event
+      }),
+    );
+    await sleep(450);
+    const second = await b.run(
+      delivery,
+      store.transaction(async (event, client) => {
+        await client.query(`INSERT INTO "${effects}" VALUES ($1, 'b')`, [event.lease!.key]);
+      }),
+    );
+    expect(second.status).toBe('processed');
+    tookOver();
+    await expect(slow).rejects.toBeInstanceOf(LeaseLostError);
+    expect(await effectRows(key)).toEqual(['b']);
+    expect((await b.run(delivery, () => 'again')).status).toBe('duplicate');
+  });
+
+  it('a worker whose lease expired while nobody took the key still commits: one effect', async () => {
+    const namespace = `fence-${randomUUID()}`;
+    const gate = gateOf(namespace, 200);
+    const outcome = await gate.run(
+      { payload: { id: 'evt_1' } },
+      store.transaction(async (event, client) => {
+        await sleep(400);
+        await client.query(`INSERT INTO "${effects}" VALUES ($1, 'late')`, [event.lease!.key]);
+      }),
+    );
+    expect(outcome.status).toBe('processed');
+    expect(await effectRows(`${namespace}:evt:evt_1`)).toEqual(['late']);
+    expect((await gate.run({ payload: { id: 'evt_1' } }, () => 1)).status).toBe('duplicate');
+  });
+
+  it('a handler that throws rolls its effects back and releases the claim: the retry runs', async () => {
+    const namespace = `fence-${randomUUID()}`;
+    const gate = gateOf(namespace, 60_000);
+    const delivery = { payload: { id: 'evt_1' } };
+    const key = `${namespace}:evt:evt_1`;
+    const failing = store.transaction(async (event, client) => {
+      await client.query(`INSERT INTO "${effects}" VALUES ($1, 'failed')`, [event.lease!.key]);
+      throw new Error('the payment provider said no');
+    });
+    await expect(gate.run(delivery, failing)).rejects.toThrow('said no');
+    expect(await effectRows(key)).toEqual([]);
+    const retried = await gate.run(
+      delivery,
+      store.transaction(async (event, client) => {
+        await client.query(`INSERT INTO "${effects}" VALUES ($1, 'retry')`, [event.lease!.key]);
+      }),
+    );
+    expect(retried.status).toBe('processed');
+    expect(await effectRows(key)).toEqual(['retry']);
+  });
+
+  it('a storm of redeliveries over three workers whose handlers outlive their leases: every event has exactly one effect', async () => {
+    const namespace = `storm-${randomUUID()}`;
+    const workers = ['w1', 'w2', 'w3'].map((name) => ({ name, gate: gateOf(namespace, 150) }));
+    const events = Array.from({ length: 40 }, (_, i) => `evt_${i}`);
+    let outcomes = 0;
+    let rolledBack = 0;
+    const slowOnce = new Set<string>();
+    const deliver = async (id: string) => {
+      // A provider: redeliver (to any worker) until the event is acknowledged.
+      for (let attempt = 0; attempt < 40; attempt++) {
+        const worker = workers[(attempt + id.length) % workers.length]!;
+        const outcome = await worker.gate
+          .run(
+            { payload: { id } },
+            store.transaction(async (event, client) => {
+              await client.query(`INSERT INTO "${effects}" VALUES ($1, $2)`, [
+                event.lease!.key,
+                worker.name,
+              ]);
+              // The first run of every event outlives its 150 ms claim, so that a redelivery
+              // overtakes it; some later ones do too.
+              const first = !slowOnce.has(id);
+              slowOnce.add(id);
+              await sleep(first || Math.random() < 0.2 ? 250 : 10);
+            }),
+          )
+          .catch((error: unknown) => {
+            if (error instanceof LeaseLostError) rolledBack++;
+            return { status: 'failed' };
+          });
+        if (outcome.status === 'processed' || outcome.status === 'duplicate') {
+          outcomes++;
+          return;
+        }
+        await sleep(20 + Math.random() * 60);
+      }
+    };
+    // Three concurrent deliveries of every event, as a retrying provider sends them.
+    await Promise.all(events.flatMap((id) => [deliver(id), deliver(id), deliver(id)]));
+    expect(outcomes).toBe(events.length * 3);
+    // Fenced transactions were overtaken and rolled back: the case this storm is about.
+    expect(rolledBack).toBeGreaterThan(0);
+    const { rows } = await shared.query(
+      `SELECT event_key, count(*)::int AS n FROM "${effects}" WHERE event_key LIKE $1 GROUP BY event_key`,
+      [`${namespace}:%`],
+    );
+    expect(rows).toHaveLength(events.length);
+    expect(rows.filter((row) => row.n !== 1)).toEqual([]);
+  });
+});
