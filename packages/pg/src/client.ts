@@ -1,4 +1,4 @@
-import { optionError, storeError } from '@hookgate/core';
+import { type Deadlines, optionError, storeError } from '@hookgate/core';
 
 /** What a query resolves to, as node-postgres (`pg` 8) gives it. */
 export interface PgResult {
@@ -22,6 +22,10 @@ export interface PgQueryable {
 export interface PgPoolClient extends PgQueryable {
   /** Give the connection back; `true` or an error destroys it instead. */
   release(destroy?: boolean | Error): void;
+  /** A `pg` client's events: its `'error'` (a terminated backend) is listened to while in use. */
+  on?(event: 'error', listener: (error: Error) => void): unknown;
+  /** Stop listening. */
+  off?(event: 'error', listener: (error: Error) => void): unknown;
 }
 
 /** A `pg` `Pool` (or anything with `query` and `connect`): what transactions need. */
@@ -68,38 +72,77 @@ export function checkClient(owner: string, client: unknown, needsConnect: boolea
   }
 }
 
+/** Connections that already have a listener for their late `'error'` events. */
+const guarded = new WeakSet<object>();
+
+/**
+ * A terminated backend can make a connection emit `'error'` more than once, and after it was
+ * released (destroyed) too; a connection without a listener then takes the process down. Give
+ * every connection a transaction used one listener, for good.
+ */
+function guardErrors(client: PgPoolClient): void {
+  if (guarded.has(client) || typeof client.on !== 'function') return;
+  guarded.add(client);
+  client.on('error', () => {});
+}
+
 /**
  * Run `work` in one transaction on a connection checked out of `pool`: `BEGIN`, `work`,
- * `COMMIT`; `ROLLBACK` when `work` throws (its error goes on). A connection that cannot be
- * checked out or begun is a `StoreUnavailableError`: the handler did not run. A `ROLLBACK`
- * that fails destroys the connection rather than return it to the pool mid-transaction.
+ * `COMMIT`; `ROLLBACK` when `work` throws (its error goes on). Checking out, `BEGIN` and
+ * `COMMIT` have the deadline of `deadlines`; any of them failing is a `StoreUnavailableError`.
+ * A connection that failed, timed out or could not roll back is destroyed rather than returned
+ * to the pool mid-transaction. While checked out, the connection's `'error'` events (a
+ * terminated backend) are listened to, so that they fail the transaction instead of the process.
  */
 export async function inTransaction<T>(
   owner: string,
   pool: PgPool,
+  deadlines: Deadlines,
   work: (client: PgPoolClient) => Promise<T>,
 ): Promise<T> {
+  const connecting = pool.connect();
   let client: PgPoolClient;
   try {
-    client = await pool.connect();
+    client = await deadlines.guard(connecting);
   } catch (error) {
+    // A connection that arrives after the deadline goes straight back.
+    connecting.then(
+      (late) => late.release(),
+      () => {},
+    );
     throw storeError(owner, 'connect', error);
   }
   let broken = false;
+  const onError = () => {
+    broken = true;
+  };
+  guardErrors(client);
+  client.on?.('error', onError);
   try {
     try {
-      await client.query('BEGIN');
+      await deadlines.guard(client.query('BEGIN'));
     } catch (error) {
       broken = true;
       throw storeError(owner, 'begin', error);
     }
     const result = await work(client);
-    await client.query('COMMIT');
+    try {
+      await deadlines.guard(client.query('COMMIT'));
+    } catch (error) {
+      // The commit may or may not have happened: its outcome is unknown.
+      broken = true;
+      throw storeError(owner, 'commit', error);
+    }
     return result;
   } catch (error) {
-    if (!broken) await client.query('ROLLBACK').catch(() => (broken = true));
+    if (!broken) {
+      await deadlines.guard(client.query('ROLLBACK')).catch(() => {
+        broken = true;
+      });
+    }
     throw error;
   } finally {
+    client.off?.('error', onError);
     client.release(broken);
   }
 }

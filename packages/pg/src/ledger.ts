@@ -1,9 +1,10 @@
-import { alreadyDone, optionError, storeError, type WebhookEvent } from '@hookgate/core';
+import { alreadyDone, Deadlines, optionError, storeError, type WebhookEvent } from '@hookgate/core';
 import {
   checkClient,
   inTransaction,
   type PgPool,
   type PgPoolClient,
+  type PgResult,
   positiveMs,
   tableName,
 } from './client.js';
@@ -16,6 +17,12 @@ export interface PostgresLedgerOptions {
    * @default 'hookgate_ledger'
    */
   table?: string;
+  /**
+   * The deadline of the ledger's own statements (checking a connection out, `BEGIN`, recording
+   * the key, `COMMIT`), in ms; the handler's statements are yours.
+   * @default 2000
+   */
+  timeoutMs?: number;
 }
 
 /** How many rows one `prune` statement deletes. */
@@ -42,6 +49,7 @@ export class PostgresLedger {
   readonly #table: string;
   readonly #index: string;
   readonly #lockKey: string;
+  readonly #deadlines: Deadlines;
 
   /**
    * @param pool - a `pg` `Pool`; you keep it, and end it yourself
@@ -49,9 +57,10 @@ export class PostgresLedger {
    * table name
    */
   constructor(pool: PgPool, options: PostgresLedgerOptions = {}) {
-    const { table = 'hookgate_ledger' } = options;
+    const { table = 'hookgate_ledger', timeoutMs = 2000 } = options;
     checkClient('PostgresLedger', pool, true);
     const { quoted, bare } = tableName('PostgresLedger', table);
+    this.#deadlines = new Deadlines(positiveMs('PostgresLedger', 'timeoutMs', timeoutMs));
     this.#pool = pool;
     this.#table = quoted;
     this.#index = `"${bare}_done_at"`;
@@ -95,11 +104,18 @@ export class PostgresLedger {
           'wraps a handler of gate.run (the event has no lease)',
         );
       }
-      return inTransaction('PostgresLedger', this.#pool, async (client) => {
-        const recorded = await client.query(
-          `INSERT INTO ${this.#table} (key) VALUES ($1) ON CONFLICT (key) DO NOTHING`,
-          [key],
-        );
+      return inTransaction('PostgresLedger', this.#pool, this.#deadlines, async (client) => {
+        let recorded: PgResult;
+        try {
+          recorded = await this.#deadlines.guard(
+            client.query(
+              `INSERT INTO ${this.#table} (key) VALUES ($1) ON CONFLICT (key) DO NOTHING`,
+              [key],
+            ),
+          );
+        } catch (error) {
+          throw storeError('PostgresLedger', 'record', error);
+        }
         if (recorded.rowCount === 0) throw alreadyDone();
         return handler(event, client);
       });

@@ -154,14 +154,15 @@ export class PostgresStore implements ClaimStore {
           'wraps a handler of gate.run (the event has no lease)',
         );
       }
-      const result = await inTransaction('PostgresStore', pool, async (client) => {
+      const result = await inTransaction('PostgresStore', pool, this.#deadlines, async (client) => {
         const value = await handler(event, client);
-        const fence = await client.query(this.#sql.done, [
-          lease.key,
-          lease.token,
-          lease.doneTtlMs,
-          null,
-        ]);
+        let fence: PgResult;
+        try {
+          const values = [lease.key, lease.token, lease.doneTtlMs, null];
+          fence = await this.#deadlines.guard(client.query(this.#sql.done, values));
+        } catch (error) {
+          throw storeError('PostgresStore', 'done', error);
+        }
         if (codeOf(fence, 0) === -1) throw foreignValueError('PostgresStore', 'done', lease.key);
         if (codeOf(fence, 0) !== 1) throw new LeaseLostError(lease.key, 'done');
         return value;

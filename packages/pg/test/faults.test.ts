@@ -1,0 +1,140 @@
+/**
+ * Faults on the shared server that leave it running: connections terminated under the store, a
+ * row lock held elsewhere past the deadline. (A server stopped and restarted mid-storm is in
+ * the reliability suite, on a private server.)
+ */
+import { randomUUID } from 'node:crypto';
+import { createGate, StoreUnavailableError } from '@hookgate/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PostgresStore } from '../src/index.js';
+import { drop, pool, uniqueTable } from './db.js';
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+const admin = pool({ max: 2 });
+const table = uniqueTable();
+const effects = uniqueTable('hookgate_effects');
+
+beforeAll(async () => {
+  await new PostgresStore(admin, { table }).setup();
+  await admin.query(`CREATE TABLE "${effects}" (event_key text NOT NULL)`);
+});
+afterAll(async () => {
+  await drop(admin, table, effects);
+  await admin.end();
+});
+
+async function rejection(promise: Promise<unknown>): Promise<StoreUnavailableError> {
+  const error = await promise.then(
+    (value) => {
+      throw new Error(`resolved with ${String(value)}`);
+    },
+    (error: unknown) => error,
+  );
+  expect(error).toBeInstanceOf(StoreUnavailableError);
+  return error as StoreUnavailableError;
+}
+
+describe('PostgresStore under faults', () => {
+  it('connections terminated (pg_terminate_backend) mid-storm: failed deliveries are 503s, none hangs, and every event takes effect exactly once', async () => {
+    const application = `hookgate-terminate-${randomUUID().slice(0, 8)}`;
+    const storePool = pool({ max: 8, application_name: application });
+    const store = new PostgresStore(storePool, { table, timeoutMs: 2_000 });
+    const namespace = `terminate-${randomUUID()}`;
+    const gate = createGate({ store, eventId: 'id', namespace, claimTtlMs: 2_000 });
+    const handler = store.transaction(async (event, client) => {
+      await client.query(`INSERT INTO "${effects}" VALUES ($1)`, [event.lease!.key]);
+      await client.query('SELECT pg_sleep(0.02)');
+    });
+    let unavailable = 0;
+    let otherFailures = 0;
+    let stop = false;
+    // For the first 1.5 s of the storm, every connection of the store is terminated every 100 ms.
+    const killingUntil = performance.now() + 1_500;
+    const killer = (async () => {
+      let kills = 0;
+      while (!stop && performance.now() < killingUntil) {
+        await sleep(100);
+        const { rows } = await admin.query(
+          'SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name = $1',
+          [application],
+        );
+        kills += rows[0].n;
+      }
+      return kills;
+    })();
+    try {
+      const events = Array.from({ length: 60 }, (_, i) => `evt_${i}`);
+      await Promise.all(
+        events.map(async (id) => {
+          // A provider: retry until acknowledged, within a bound.
+          for (let attempt = 0; attempt < 200; attempt++) {
+            const started = performance.now();
+            const outcome = await gate.run({ payload: { id } }, handler).catch((error) => {
+              if (error instanceof StoreUnavailableError) unavailable++;
+              else otherFailures++; // the handler's own query on a terminated connection
+              return { status: 'failed' };
+            });
+            // Never a hang: a queue for 8 connections among 60 deliveries, and deadlines of 2 s.
+            expect(performance.now() - started).toBeLessThan(15_000);
+            if (outcome.status === 'processed' || outcome.status === 'duplicate') return;
+            await sleep(30);
+          }
+          throw new Error(`${id} was never acknowledged`);
+        }),
+      );
+    } finally {
+      stop = true;
+    }
+    const kills = await killer;
+    expect(kills).toBeGreaterThan(0);
+    expect(unavailable + otherFailures).toBeGreaterThan(0);
+    const { rows } = await admin.query(
+      `SELECT event_key, count(*)::int AS n FROM "${effects}" WHERE event_key LIKE $1 GROUP BY event_key`,
+      [`${namespace}:%`],
+    );
+    expect(rows).toHaveLength(60);
+    expect(rows.filter((row) => row.n !== 1)).toEqual([]);
+    await storePool.end();
+  });
+
+  it('a row lock held elsewhere past the deadline: the operation rejects at its deadline as unknown, never hangs, and may still land', async () => {
+    const storePool = pool({ max: 2 });
+    const store = new PostgresStore(storePool, { table, timeoutMs: 300 });
+    const key = `hookgate:evt:${randomUUID()}`;
+    const token = randomUUID();
+    expect(await store.claim(key, token, 60_000)).toBe('acquired');
+    const locker = await admin.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query(`SELECT * FROM "${table}" WHERE key = $1 FOR UPDATE`, [key]);
+      const started = performance.now();
+      const error = await rejection(store.done(key, token, 60_000));
+      const waited = performance.now() - started;
+      expect(waited).toBeGreaterThanOrEqual(299);
+      expect(waited).toBeLessThan(1_500);
+      expect(error.message).toMatch(/no answer in time.*unknown/);
+      await locker.query('COMMIT');
+    } finally {
+      locker.release();
+    }
+    // The statement was not cancelled: once the lock is gone it lands (the "unknown" outcome).
+    for (let i = 0; i < 100; i++) {
+      const { rows } = await admin.query(`SELECT kind FROM "${table}" WHERE key = $1`, [key]);
+      if (rows[0]?.kind === 'd') break;
+      await sleep(20);
+    }
+    expect(await store.claim(key, randomUUID(), 60_000)).toBe('done');
+    await storePool.end();
+  });
+
+  it('a refused connection is a StoreUnavailableError at once, with the cause', async () => {
+    const refused = pool({ port: 1, max: 1 });
+    const store = new PostgresStore(refused, { table, timeoutMs: 5_000 });
+    const started = performance.now();
+    const error = await rejection(store.claim(`hookgate:evt:${randomUUID()}`, randomUUID(), 1_000));
+    expect(performance.now() - started).toBeLessThan(2_000);
+    expect((error.cause as NodeJS.ErrnoException).code).toBe('ECONNREFUSED');
+    await refused.end();
+  });
+});
