@@ -19,6 +19,8 @@ export type LeaseHost = Pick<
 };
 
 type Operation = 'done' | 'release' | 'extend';
+/** How a settle is reported: `duplicate` is a done for an event done elsewhere. */
+type Settle = 'done' | 'duplicate' | 'released' | 'retained';
 
 /**
  * - `held`: acquired, no settle attempted yet; the heartbeat (if any) runs.
@@ -114,12 +116,14 @@ export class Lease<TPayload = unknown> {
   /**
    * Settle the claim, trying a store failure up to `attempts` times. Settles run one at a time:
    * a second one waits for the first, then sees its result (a release racing a done that won is
-   * a no-op, not a lost lease).
+   * a no-op, not a lost lease). When every attempt met a store failure, the settle goes on in
+   * the background (see {@link #later}) and the caller gets the failure now.
    */
   async #settle(
-    decision: 'done' | 'duplicate' | 'released' | 'retained',
+    decision: Settle,
     cause: unknown,
     attempts: number,
+    background = false,
   ): Promise<void> {
     while (this.#settling) await this.#turn();
     if (this.#phase === 'lost') throw this.#lostError(decision === 'released' ? 'release' : 'done');
@@ -139,9 +143,14 @@ export class Lease<TPayload = unknown> {
               ? await store.release(claimKey, this.#token)
               : await store.done(claimKey, this.#token, doneTtlMs, this.#prepared.fingerprint);
         } catch (error) {
-          const failure = this.#storeFailed(error, operation);
-          if (attempt >= attempts || !(failure instanceof StoreUnavailableError)) throw failure;
-          continue;
+          // A background retry fails quietly: its first failures have been reported.
+          const failure = background
+            ? toStoreError(error, operation)
+            : this.#storeFailed(error, operation);
+          if (!(failure instanceof StoreUnavailableError)) throw failure;
+          if (attempt < attempts) continue;
+          if (!background) this.#later(decision, cause);
+          throw failure;
         }
         if (!owned) throw this.#lose(operation);
         this.#phase = 'settled';
@@ -159,6 +168,30 @@ export class Lease<TPayload = unknown> {
       this.#waiting = undefined;
       if (waiting !== undefined) for (const resume of waiting) resume();
     }
+  }
+
+  /**
+   * Keep trying a settle the store failed, in the background, with a growing pause (100 ms up
+   * to 5 s), until the claim would have expired (`claimTtlMs` from now). Until then the claim
+   * keeps redeliveries out, so a done that lands in time still spares the event a second run
+   * (a store that came back, a connection that was replaced); a release that lands in time lets
+   * the redelivery in sooner. It stops as soon as the lease is settled or lost otherwise.
+   */
+  #later(decision: Settle, cause: unknown): void {
+    const until = Date.now() + this.#host.claimTtlMs;
+    let pause = 100;
+    const retry = () => {
+      if (this.#phase !== 'settling') return;
+      this.#settle(decision, cause, 1, true).catch((error: unknown) => {
+        pause = Math.min(pause * 2, 5_000);
+        if (error instanceof StoreUnavailableError && Date.now() + pause < until) schedule();
+      });
+    };
+    const schedule = () => {
+      const timer = setTimeout(retry, pause);
+      (timer as { unref?: () => void }).unref?.();
+    };
+    schedule();
   }
 
   /** Resolves when the settle in flight has finished. */

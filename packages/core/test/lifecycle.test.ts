@@ -81,6 +81,39 @@ describe('1. the first settle attempt ends the heartbeat, even when the store fa
   }
 });
 
+describe('1b. a settle the store failed goes on in the background until the claim would expire', () => {
+  it('a done that failed twice lands on a later try: the redelivery is a duplicate, not a second run', async () => {
+    const store = new MemoryStore();
+    const realDone = store.done.bind(store);
+    let failures = 3; // both inline attempts and the first background one
+    store.done = (...args) =>
+      failures-- > 0 ? Promise.reject(new Error('connection terminated')) : realDone(...args);
+    const { gate, seen } = gateWith({ claimTtlMs: 10_000 }, store);
+    const delivery = { payload: { id: 'evt_1' } };
+    let runs = 0;
+    expect((await gate.run(delivery, () => ++runs)).status).toBe('processed');
+    expect((await gate.run(delivery, () => ++runs)).status).toBe('in-flight');
+    await tick(1_000);
+    expect((await gate.run(delivery, () => ++runs)).status).toBe('duplicate');
+    expect(runs).toBe(1);
+    expect(seen('done')).toBe(1);
+    expect(seen('store-unavailable')).toBe(2); // the inline attempts; the background is quiet
+  });
+
+  it('it gives up when the claim would have expired, and the redelivery runs', async () => {
+    const store = new MemoryStore();
+    store.done = () => Promise.reject(new Error('down for good'));
+    const { gate } = gateWith({ claimTtlMs: 2_000 }, store);
+    const delivery = { payload: { id: 'evt_1' } };
+    expect((await gate.run(delivery, () => 1)).status).toBe('processed');
+    await tick(2_001);
+    const spy = vi.spyOn(store, 'done');
+    await tick(30_000);
+    expect(spy).not.toHaveBeenCalled();
+    expect((await gate.run(delivery, () => 'again')).status).toBe('processed');
+  });
+});
+
 describe('3. the sequence guard lets one event per subject in at a time', () => {
   const at = (id: string, t: number) => ({
     payload: { id, grant_id: 'g1', occurred_at: 1_714_557_600 + t },

@@ -1,13 +1,18 @@
 /**
- * The webhook receiver under test: the real Express binding over an `IoRedisStore`, whose
- * handler records every run in PostgreSQL. The worker processes run it, and the hostile-input
- * tests run it in process.
+ * The webhook receiver under test: the real Express binding over a store (an `IoRedisStore`
+ * or a `PostgresStore`), whose handler records every run in PostgreSQL. The worker processes
+ * run it, and the hostile-input tests run it in process.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { createGate, type Decision, type DecisionEvent, providers } from '@hookgate/core';
+import {
+  type ClaimStore,
+  createGate,
+  type Decision,
+  type DecisionEvent,
+  providers,
+} from '@hookgate/core';
 import { hookgate, type WebhookRequest } from '@hookgate/express';
-import { type IoRedisClient, IoRedisStore } from '@hookgate/ioredis';
 import express, { type Express } from 'express';
 
 /** The events the provider sends (the grant-portal shape). */
@@ -29,12 +34,12 @@ export interface ReceiverStats {
   leaseLost: string[];
   /** Unhandled promise rejections in the process (the worker counts them). */
   unhandledRejections: number;
-  /** Error events of the Redis client. */
+  /** Error events of the store's client (Redis or PostgreSQL). */
   redisErrors: number;
 }
 
 export interface ReceiverOptions {
-  client: IoRedisClient;
+  store: ClaimStore;
   db: Db;
   /** The table every handler run is inserted into (no unique constraint: doubles show). */
   table: string;
@@ -42,7 +47,6 @@ export interface ReceiverOptions {
   namespace: string;
   secret: string;
   claimTtlMs: number;
-  timeoutMs: number;
   heartbeat?: boolean;
   sequence?: boolean;
   /**
@@ -90,7 +94,7 @@ export function createReceiver(options: ReceiverOptions): { app: Express; stats:
     if (event.decision === 'lease-lost' && event.key !== undefined) stats.leaseLost.push(event.key);
   };
   const gate = createGate<GrantEvent>({
-    store: new IoRedisStore(options.client, { timeoutMs: options.timeoutMs }),
+    store: options.store,
     provider: providers.grantPortal,
     namespace: options.namespace,
     digestFallback: false,

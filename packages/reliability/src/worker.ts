@@ -1,9 +1,10 @@
 /**
- * One worker process: its own ioredis client, its own pg pool, the receiver on a loopback
+ * One worker process: its own store client, its own pg pool, the receiver on a loopback
  * port. Configured by environment; prints `{"port":…,"pid":…}` on stdout once listening.
  *
  *   HOOKGATE_REDIS        redis://127.0.0.1:<port>, or
- *   HOOKGATE_CLUSTER      127.0.0.1:<port>,127.0.0.1:<port>,… (startup nodes of a cluster)
+ *   HOOKGATE_CLUSTER      127.0.0.1:<port>,127.0.0.1:<port>,… (startup nodes of a cluster), or
+ *   HOOKGATE_POSTGRES     postgres://…, with HOOKGATE_STORE_TABLE: a PostgresStore there
  *   HOOKGATE_TABLE        the table handler runs are recorded in
  *   HOOKGATE_NAMESPACE    the gate's namespace
  *   HOOKGATE_SECRET       the signature secret
@@ -12,6 +13,9 @@
  *   HOOKGATE_WORKER       a name recorded with every run
  */
 import type { AddressInfo } from 'node:net';
+import type { ClaimStore } from '@hookgate/core';
+import { IoRedisStore } from '@hookgate/ioredis';
+import { PostgresStore } from '@hookgate/pg';
 import { Cluster, Redis } from 'ioredis';
 import pg from 'pg';
 import { createReceiver } from './receiver.js';
@@ -22,15 +26,31 @@ const env = (name: string, fallback?: string): string => {
   return value;
 };
 
+const timeoutMs = Number(env('HOOKGATE_TIMEOUT_MS', '500'));
 const clusterNodes = process.env['HOOKGATE_CLUSTER'];
-const client = clusterNodes
-  ? new Cluster(
-      clusterNodes.split(',').map((node) => {
-        const [host, port] = node.split(':');
-        return { host: host!, port: Number(port) };
-      }),
-    )
-  : new Redis(env('HOOKGATE_REDIS'));
+const postgres = process.env['HOOKGATE_POSTGRES'];
+/** The store's client: its error events are counted (and must never end the process). */
+let client: { on(event: 'error', listener: () => void): unknown };
+let store: ClaimStore;
+if (postgres) {
+  const storePool = new pg.Pool({ connectionString: postgres, max: 8 });
+  // A terminated or restarted server: pg can emit 'error' on a pooled connection outside any
+  // query; the adapter's docs ask for this listener on every connection.
+  storePool.on('connect', (connection) => connection.on('error', () => {}));
+  client = storePool;
+  store = new PostgresStore(storePool, { table: env('HOOKGATE_STORE_TABLE'), timeoutMs });
+} else {
+  const redis = clusterNodes
+    ? new Cluster(
+        clusterNodes.split(',').map((node) => {
+          const [host, port] = node.split(':');
+          return { host: host!, port: Number(port) };
+        }),
+      )
+    : new Redis(env('HOOKGATE_REDIS'));
+  client = redis;
+  store = new IoRedisStore(redis, { timeoutMs });
+}
 
 const pool = new pg.Pool({
   host: '127.0.0.1',
@@ -41,14 +61,13 @@ const pool = new pg.Pool({
 });
 
 const { app, stats } = createReceiver({
-  client,
+  store,
   db: pool,
   table: env('HOOKGATE_TABLE'),
   worker: env('HOOKGATE_WORKER', String(process.pid)),
   namespace: env('HOOKGATE_NAMESPACE'),
   secret: env('HOOKGATE_SECRET'),
   claimTtlMs: Number(env('HOOKGATE_CLAIM_TTL_MS', '3000')),
-  timeoutMs: Number(env('HOOKGATE_TIMEOUT_MS', '500')),
   heartbeat: process.env['HOOKGATE_HEARTBEAT'] === '1',
   sequence: process.env['HOOKGATE_SEQUENCE'] === '1',
   naive: process.env['HOOKGATE_NAIVE'] === '1',

@@ -20,8 +20,10 @@ process.once('exit', () => {
 export interface WorkerEnv {
   /** `redis://…` of a standalone server, or… */
   redis?: string;
-  /** …the startup nodes of a cluster. */
+  /** …the startup nodes of a cluster, or… */
   cluster?: { host: string; port: number }[];
+  /** …a PostgreSQL server (`postgres://…`) and the store's table in it. */
+  postgres?: { url: string; table: string };
   table: string;
   namespace: string;
   secret: string;
@@ -119,6 +121,8 @@ export function spawnWorker(env: WorkerEnv): Promise<Worker> {
       ...process.env,
       HOOKGATE_REDIS: env.redis ?? '',
       HOOKGATE_CLUSTER: env.cluster?.map((n) => `${n.host}:${n.port}`).join(',') ?? '',
+      HOOKGATE_POSTGRES: env.postgres?.url ?? '',
+      HOOKGATE_STORE_TABLE: env.postgres?.table ?? '',
       HOOKGATE_TABLE: env.table,
       HOOKGATE_NAMESPACE: env.namespace,
       HOOKGATE_SECRET: env.secret,

@@ -10,6 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { IoRedisStore } from '@hookgate/ioredis';
 import { type RedisServer, startRedis } from '@hookgate/redis-harness';
 import { Redis } from 'ioredis';
 import pg from 'pg';
@@ -33,14 +34,13 @@ beforeAll(async () => {
   client = new Redis(redis.url);
   pool = new pg.Pool({ host: '127.0.0.1', user: 'postgres', database: 'test', max: 2 });
   const { app } = createReceiver({
-    client,
+    store: new IoRedisStore(client, { timeoutMs: 1_000 }),
     db: pool,
     table: ledger.table,
     worker: 'in-process',
     namespace,
     secret,
     claimTtlMs: 30_000,
-    timeoutMs: 1_000,
     sequence: true,
   });
   server = app.listen(0, '127.0.0.1');
