@@ -4,7 +4,10 @@
  *
  *   pnpm bench                     the full run (about two minutes)
  *   pnpm bench --quick             shorter rounds, for a smoke test (HOOKGATE_BENCH_QUICK=1 too)
- *   pnpm bench --only=redis,http   some sections: memory, keys, redis, http
+ *   pnpm bench --only=redis,http   some sections: memory, keys, redis, postgres, http
+ *
+ * The postgres section uses the shared PostgreSQL on 127.0.0.1:5432 (database `test`), in
+ * tables of its own that it drops.
  */
 import { cpus, loadavg } from 'node:os';
 import { startRedis } from '@hookgate/redis-harness';
@@ -12,6 +15,7 @@ import { httpBench } from './src/http.js';
 import { keysBench } from './src/keys.js';
 import type { Plan, Row } from './src/measure.js';
 import { memoryBench } from './src/memory.js';
+import { postgresBench } from './src/postgres.js';
 import { redisBench } from './src/redis.js';
 import { formatTable } from './src/table.js';
 
@@ -43,6 +47,7 @@ try {
   if (wanted('memory')) rows.push(...(await memoryBench(plans.micro)));
   if (wanted('keys')) rows.push(...(await keysBench(plans.micro)));
   if (redis && wanted('redis')) rows.push(...(await redisBench(redis, plans.redis)));
+  if (wanted('postgres')) rows.push(...(await postgresBench(plans.redis)));
   if (redis && wanted('http')) rows.push(...(await httpBench(redis, plans.http)));
 } finally {
   const version = redis ? (await redis.info('server'))['redis_version'] : undefined;

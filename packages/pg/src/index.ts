@@ -6,6 +6,6 @@
  * @packageDocumentation
  * @module @hookgate/pg
  */
-export type { PgPool, PgPoolClient, PgQueryable, PgResult } from './client.js';
+export type { PgPool, PgPoolClient, PgQueryable, PgQueryConfig, PgResult } from './client.js';
 export { PostgresLedger, type PostgresLedgerOptions } from './ledger.js';
 export { PostgresStore, type PostgresStoreOptions } from './store.js';

@@ -6,6 +6,7 @@ import {
   type PgPoolClient,
   type PgResult,
   positiveMs,
+  statementNames,
   tableName,
 } from './client.js';
 
@@ -50,6 +51,7 @@ export class PostgresLedger {
   readonly #index: string;
   readonly #lockKey: string;
   readonly #deadlines: Deadlines;
+  readonly #names: Record<'record' | 'prune', string>;
 
   /**
    * @param pool - a `pg` `Pool`; you keep it, and end it yourself
@@ -61,6 +63,7 @@ export class PostgresLedger {
     checkClient('PostgresLedger', pool, true);
     const { quoted, bare } = tableName('PostgresLedger', table);
     this.#deadlines = new Deadlines(positiveMs('PostgresLedger', 'timeoutMs', timeoutMs));
+    this.#names = statementNames(quoted, ['record', 'prune']);
     this.#pool = pool;
     this.#table = quoted;
     this.#index = `"${bare}_done_at"`;
@@ -108,10 +111,11 @@ export class PostgresLedger {
         let recorded: PgResult;
         try {
           recorded = await this.#deadlines.guard(
-            client.query(
-              `INSERT INTO ${this.#table} (key) VALUES ($1) ON CONFLICT (key) DO NOTHING`,
-              [key],
-            ),
+            client.query({
+              name: this.#names.record,
+              text: `INSERT INTO ${this.#table} (key) VALUES ($1) ON CONFLICT (key) DO NOTHING`,
+              values: [key],
+            }),
           );
         } catch (error) {
           throw storeError('PostgresLedger', 'record', error);
@@ -133,13 +137,14 @@ export class PostgresLedger {
     for (;;) {
       let deleted: number;
       try {
-        const result = await this.#pool.query(
-          `DELETE FROM ${this.#table} WHERE key IN (
+        const result = await this.#pool.query({
+          name: this.#names.prune,
+          text: `DELETE FROM ${this.#table} WHERE key IN (
              SELECT key FROM ${this.#table}
              WHERE done_at < clock_timestamp() - $1::bigint * interval '1 millisecond'
              LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-          [olderThanMs, PRUNE_BATCH],
-        );
+          values: [olderThanMs, PRUNE_BATCH],
+        });
         deleted = result.rowCount ?? 0;
       } catch (error) {
         throw storeError('PostgresLedger', 'prune', error);

@@ -17,6 +17,7 @@ import {
   type PgPoolClient,
   type PgQueryable,
   type PgResult,
+  statementNames,
   tableName,
 } from './client.js';
 import { statements } from './sql.js';
@@ -39,6 +40,19 @@ export interface PostgresStoreOptions {
    */
   timeoutMs?: number;
 }
+
+/** The operations with a statement of their own (each prepared once per connection). */
+const OPERATIONS = [
+  'claim',
+  'done',
+  'release',
+  'extend',
+  'advance',
+  'releaseHold',
+  'extendHold',
+  'sweep',
+] as const;
+type Operation = (typeof OPERATIONS)[number];
 
 /** How many expired rows one `sweep` statement deletes. */
 const SWEEP_BATCH = 1_000;
@@ -67,14 +81,15 @@ const CLAIM_ATTEMPTS = 5;
 export class PostgresStore implements ClaimStore {
   readonly #client: PgQueryable;
   readonly #sql: ReturnType<typeof statements>;
+  readonly #names: Record<Operation, string>;
   readonly #lockKey: string;
   readonly #deadlines: Deadlines;
   /** Claims whose done a `transaction()` committed: the gate's `done` that follows is free. */
   readonly #fenced = new Set<string>();
 
   /**
-   * @param client - a `pg` `Pool` (a `Client`, or any object with `query(text, values)`, will
-   * do for everything but `transaction`); you keep it, and end it yourself
+   * @param client - a `pg` `Pool` (a `Client` will do for everything but `transaction`); you
+   * keep it, and end it yourself
    * @throws HookgateError `INVALID_OPTIONS` for a client without `query`, a bad table name or a
    * bad `timeoutMs`
    */
@@ -87,6 +102,7 @@ export class PostgresStore implements ClaimStore {
     }
     this.#client = client;
     this.#sql = statements(quoted, `"${bare}_expires_at"`);
+    this.#names = statementNames(quoted, OPERATIONS);
     this.#lockKey = `hookgate.setup:${table}`;
     this.#deadlines = new Deadlines(timeoutMs);
   }
@@ -116,7 +132,8 @@ export class PostgresStore implements ClaimStore {
     for (;;) {
       let deleted: number;
       try {
-        deleted = (await this.#client.query(this.#sql.sweep, [SWEEP_BATCH])).rowCount ?? 0;
+        const query = { name: this.#names.sweep, text: this.#sql.sweep, values: [SWEEP_BATCH] };
+        deleted = (await this.#client.query(query)).rowCount ?? 0;
       } catch (error) {
         throw storeError('PostgresStore', 'sweep', error);
       }
@@ -159,7 +176,8 @@ export class PostgresStore implements ClaimStore {
         let fence: PgResult;
         try {
           const values = [lease.key, lease.token, lease.doneTtlMs, null];
-          fence = await this.#deadlines.guard(client.query(this.#sql.done, values));
+          const query = { name: this.#names.done, text: this.#sql.done, values };
+          fence = await this.#deadlines.guard(client.query(query));
         } catch (error) {
           throw storeError('PostgresStore', 'done', error);
         }
@@ -244,7 +262,7 @@ export class PostgresStore implements ClaimStore {
 
   /** Run a statement that answers one code; `none` is what no row means for it. */
   async #code(
-    operation: string,
+    operation: Operation,
     key: string,
     text: string,
     values: unknown[],
@@ -255,9 +273,10 @@ export class PostgresStore implements ClaimStore {
     return code === 1;
   }
 
-  async #query(operation: string, text: string, values: unknown[]): Promise<PgResult> {
+  async #query(operation: Operation, text: string, values: unknown[]): Promise<PgResult> {
     try {
-      return await this.#deadlines.guard(this.#client.query(text, values));
+      const query = { name: this.#names[operation], text, values };
+      return await this.#deadlines.guard(this.#client.query(query));
     } catch (error) {
       throw storeError('PostgresStore', operation, error);
     }

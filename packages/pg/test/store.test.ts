@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { createGate, type Gate, HookgateError, LeaseLostError } from '@hookgate/core';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type PgResult, PostgresStore } from '../src/index.js';
+import { type PgPool, type PgQueryConfig, type PgResult, PostgresStore } from '../src/index.js';
 import { drop, pool, uniqueTable } from './db.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -116,23 +117,26 @@ describe('PostgresStore', () => {
 /** The store over `shared`, counting the statements each side sends. */
 function counted() {
   const sent: string[] = [];
-  const name = (text: string) => text.trim().split(/\s+/).slice(0, 2).join(' ');
+  const name = (query: string | PgQueryConfig) =>
+    (typeof query === 'string' ? query : query.text).trim().split(/\s+/).slice(0, 2).join(' ');
+  const send = (on: pg.Pool | pg.PoolClient, query: string | PgQueryConfig, values?: unknown[]) =>
+    (typeof query === 'string' ? on.query(query, values) : on.query(query)) as Promise<PgResult>;
   const counting = {
-    query: (text: string, values?: unknown[]) => {
-      sent.push(name(text));
-      return shared.query(text, values) as Promise<PgResult>;
+    query: (query: string | PgQueryConfig, values?: unknown[]) => {
+      sent.push(name(query));
+      return send(shared, query, values);
     },
     connect: async () => {
       const client = await shared.connect();
       return {
-        query: (text: string, values?: unknown[]) => {
-          sent.push(`tx: ${name(text)}`);
-          return client.query(text, values) as Promise<PgResult>;
+        query: (query: string | PgQueryConfig, values?: unknown[]) => {
+          sent.push(`tx: ${name(query)}`);
+          return send(client, query, values);
         },
         release: (destroy?: boolean | Error) => client.release(destroy),
       };
     },
-  };
+  } as unknown as PgPool;
   return { sent, store: new PostgresStore(counting, { table }) };
 }
 
