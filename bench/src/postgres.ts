@@ -15,24 +15,32 @@ const DONE_TTL = 86_400_000;
 /**
  * The hand-written claim and done: an `INSERT … ON CONFLICT DO NOTHING` with an owner token
  * (no expiry check: a stale claim is never taken over), then an `UPDATE` of that row by its
- * token. Two statements, as `gate.run` sends.
+ * token. Two statements, as `gate.run` sends, named and prepared as the store's are.
  */
 export async function baselineRun(db: pg.Pool, table: string, id: string): Promise<void> {
   const key = `hookgate:evt:${id}`;
   const token = randomUUID();
-  const claimed = await db.query(
-    `INSERT INTO ${table} (key, kind, token, expires_at)
+  const claimed = await db.query(claimStatement(table, key, token));
+  if (claimed.rowCount !== 1) return;
+  await db.query(doneStatement(table, key, token));
+}
+
+/** The baseline's claim, a named prepared statement as the store's are. */
+const claimStatement = (table: string, key: string, token: string) => ({
+  name: `base_claim_${table}`,
+  text: `INSERT INTO ${table} (key, kind, token, expires_at)
      VALUES ($1, 'p', $2, clock_timestamp() + $3::bigint * interval '1 millisecond')
      ON CONFLICT (key) DO NOTHING`,
-    [key, token, CLAIM_TTL],
-  );
-  if (claimed.rowCount !== 1) return;
-  await db.query(
-    `UPDATE ${table} SET kind = 'd', expires_at = clock_timestamp() + $3::bigint * interval '1 millisecond'
+  values: [key, token, CLAIM_TTL],
+});
+
+/** The baseline's done: the row updated by its token. */
+const doneStatement = (table: string, key: string, token: string) => ({
+  name: `base_done_${table}`,
+  text: `UPDATE ${table} SET kind = 'd', expires_at = clock_timestamp() + $3::bigint * interval '1 millisecond'
      WHERE key = $1 AND token = $2`,
-    [key, token, DONE_TTL],
-  );
-}
+  values: [key, token, DONE_TTL],
+});
 
 /**
  * The hand-written transaction: the claim as above, then `BEGIN`, the effect, the `UPDATE` of
@@ -47,22 +55,13 @@ export async function baselineTransaction(
 ): Promise<void> {
   const key = `hookgate:evt:${id}`;
   const token = randomUUID();
-  const claimed = await db.query(
-    `INSERT INTO ${table} (key, kind, token, expires_at)
-     VALUES ($1, 'p', $2, clock_timestamp() + $3::bigint * interval '1 millisecond')
-     ON CONFLICT (key) DO NOTHING`,
-    [key, token, CLAIM_TTL],
-  );
+  const claimed = await db.query(claimStatement(table, key, token));
   if (claimed.rowCount !== 1) return;
   const client = await db.connect();
   try {
     await client.query('BEGIN');
     await client.query(`INSERT INTO ${effects} (event_key) VALUES ($1)`, [key]);
-    await client.query(
-      `UPDATE ${table} SET kind = 'd', expires_at = clock_timestamp() + $3::bigint * interval '1 millisecond'
-       WHERE key = $1 AND token = $2`,
-      [key, token, DONE_TTL],
-    );
+    await client.query(doneStatement(table, key, token));
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK');

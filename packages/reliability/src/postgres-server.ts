@@ -19,6 +19,23 @@ process.once('exit', () => {
 
 const asRoot = process.getuid?.() === 0;
 
+/** Where `initdb` and `pg_ctl` are: on PATH, or in Debian's versioned directory. */
+const BIN = (() => {
+  try {
+    execFileSync('/bin/sh', ['-c', 'command -v initdb && command -v pg_ctl'], { stdio: 'pipe' });
+    return '';
+  } catch {
+    const found = execFileSync(
+      '/bin/sh',
+      ['-c', 'ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1'],
+      {
+        encoding: 'utf8',
+      },
+    ).trim();
+    return found === '' ? '' : `${found}/`;
+  }
+})();
+
 /** A shell command as the user PostgreSQL runs as. */
 function argv(command: string): [string, string[]] {
   return asRoot
@@ -54,7 +71,9 @@ export class PostgresServer {
       const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }));
       chownSync(dir, uid, gid);
     }
-    await pgCommand(`initdb -D '${dir}/data' -A trust -U postgres > '${dir}/initdb.log' 2>&1`);
+    await pgCommand(
+      `${BIN}initdb -D '${dir}/data' -A trust -U postgres > '${dir}/initdb.log' 2>&1`,
+    );
     const server = new PostgresServer(await freePort(), dir);
     await server.resume();
     return server;
@@ -67,7 +86,7 @@ export class PostgresServer {
   /** Start the (stopped) server and wait until it accepts connections. */
   async resume(): Promise<void> {
     await pgCommand(
-      `pg_ctl -D '${this.#dir}/data' -w -t 30 -l '${this.#dir}/log' ` +
+      `${BIN}pg_ctl -D '${this.#dir}/data' -w -t 30 -l '${this.#dir}/log' ` +
         `-o "-p ${this.port} -k '${this.#dir}' -c listen_addresses=127.0.0.1" start > /dev/null`,
     );
     running.add(this);
@@ -76,13 +95,13 @@ export class PostgresServer {
   /** Stop the server: `immediate` is a crash (no checkpoint), `fast` a clean shutdown. */
   async stop(mode: 'fast' | 'immediate' = 'immediate'): Promise<void> {
     running.delete(this);
-    await pgCommand(`pg_ctl -D '${this.#dir}/data' -w -m ${mode} stop > /dev/null`);
+    await pgCommand(`${BIN}pg_ctl -D '${this.#dir}/data' -w -m ${mode} stop > /dev/null`);
   }
 
   stopSync(): void {
     running.delete(this);
     try {
-      pgCommandSync(`pg_ctl -D '${this.#dir}/data' -m immediate stop > /dev/null 2>&1`);
+      pgCommandSync(`${BIN}pg_ctl -D '${this.#dir}/data' -m immediate stop > /dev/null 2>&1`);
     } catch {
       // already stopped
     }
