@@ -8,10 +8,16 @@ import { randomUUID } from 'node:crypto';
 import { PostgresStore } from '@hookgate/pg';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Ledger, type Tally } from '../src/ledger.js';
+import {
+  copies,
+  events,
+  expectExactlyOnce,
+  expectHealthyWorkers as expectHealthy,
+  keysOf,
+} from '../src/checks.js';
+import { Ledger } from '../src/ledger.js';
 import { PostgresServer } from '../src/postgres-server.js';
-import { mulberry32, Provider, type StormResult, storm } from '../src/provider.js';
-import type { GrantEvent } from '../src/receiver.js';
+import { mulberry32, Provider, storm } from '../src/provider.js';
 import { report } from '../src/report.js';
 import { seed, sleep } from '../src/util.js';
 import { spawnWorkers, stopAll, type Worker } from '../src/workers.js';
@@ -58,30 +64,10 @@ afterAll(async () => {
   await Promise.all([server?.dispose(), ledger?.close()]);
 });
 
-const events = (prefix: string, count: number): GrantEvent[] =>
-  Array.from({ length: count }, (_, i) => ({
-    id: `${prefix}-${i}`,
-    grant_id: `grant-${prefix}-${i}`,
-    occurred_at: new Date(Date.UTC(2024, 4, 1) + i * 1000).toISOString(),
-  }));
-const keysOf = (list: readonly GrantEvent[]) => list.map((event) => `evt:${event.id}`);
-const copies = (r: () => number) => 3 + Math.floor(r() * 4); // 3 to 6
-
-function expectExactlyOnce(tally: Tally, result?: StormResult): void {
-  expect(tally.doubled).toEqual({});
-  expect(tally.missing).toEqual([]);
-  expect(tally.unexpected).toEqual([]);
-  expect(tally.duplicates).toBe(0);
-  expect(tally.lost).toBe(0);
-  if (result !== undefined) expect(result.failed).toBe(0);
-}
-
+/** Every worker still alive, none saw an unhandled rejection. */
 async function expectHealthyWorkers(): Promise<void> {
-  for (const worker of workers) {
-    expect(worker.alive, worker.stderr).toBe(true);
-    const stats = await worker.stats();
-    expect(stats.unhandledRejections, worker.stderr).toBe(0);
-  }
+  for (const worker of workers) expect(worker.alive, worker.stderr).toBe(true);
+  await expectHealthy(workers);
 }
 
 describe('PostgresStore under a redelivery storm', () => {

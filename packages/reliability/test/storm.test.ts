@@ -9,8 +9,16 @@
 import { randomUUID } from 'node:crypto';
 import { type RedisServer, startRedis } from '@hookgate/redis-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Ledger, type Tally } from '../src/ledger.js';
-import { mulberry32, Provider, type StormResult, storm } from '../src/provider.js';
+import {
+  copies,
+  events,
+  expectExactlyOnce,
+  expectHealthyWorkers as expectHealthy,
+  keysOf,
+  statusesOf,
+} from '../src/checks.js';
+import { Ledger } from '../src/ledger.js';
+import { mulberry32, Provider, storm } from '../src/provider.js';
 import type { GrantEvent } from '../src/receiver.js';
 import { report } from '../src/report.js';
 import { seed, sleep, until } from '../src/util.js';
@@ -64,36 +72,10 @@ afterAll(async () => {
   await Promise.all([redis?.dispose(), ledger?.close()]);
 });
 
-const events = (prefix: string, count: number): GrantEvent[] =>
-  Array.from({ length: count }, (_, i) => ({
-    id: `${prefix}-${i}`,
-    grant_id: `grant-${prefix}-${i}`,
-    occurred_at: new Date(Date.UTC(2024, 4, 1) + i * 1000).toISOString(),
-  }));
-const keysOf = (list: readonly GrantEvent[]) => list.map((event) => `evt:${event.id}`);
 const claimKey = (event: GrantEvent) => `${namespace}:evt:${event.id}`;
-const statusesOf = (attempts: readonly { status: number }[]) => [
-  ...new Set(attempts.map((a) => a.status)),
-];
-const copies = (r: () => number) => 3 + Math.floor(r() * 4); // 3 to 6
-
-/** Exactly once, nothing lost, nothing foreign, every delivery acknowledged in the end. */
-function expectExactlyOnce(tally: Tally, result?: StormResult): void {
-  expect(tally.doubled).toEqual({});
-  expect(tally.missing).toEqual([]);
-  expect(tally.unexpected).toEqual([]);
-  expect(tally.duplicates).toBe(0);
-  expect(tally.lost).toBe(0);
-  if (result !== undefined) expect(result.failed).toBe(0);
-}
 
 /** No worker saw an unhandled rejection, and every one still answers. */
-async function expectHealthyWorkers(list: readonly Worker[] = workers): Promise<void> {
-  for (const worker of list.filter((w) => w.alive)) {
-    const stats = await worker.stats();
-    expect(stats.unhandledRejections, worker.stderr).toBe(0);
-  }
-}
+const expectHealthyWorkers = (list: readonly Worker[] = workers) => expectHealthy(list);
 
 describe('exactly once under a redelivery storm', () => {
   it('every event of a storm across four workers runs exactly once, and none is lost', async () => {
