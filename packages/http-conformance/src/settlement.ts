@@ -98,10 +98,10 @@ export function settlement({ start, network }: SuiteContext): void {
     it(`a ${operation} the store fails ends the heartbeat: the claim expires after claimTtlMs and a redelivery runs`, async () => {
       const h = await start({ gate: { claimTtlMs: 400, heartbeat: { intervalMs: 50 } } });
       h.behaviour = async () => ({ status, body: { status: 'first' } });
+      // The operation stays down (a background retry cannot land): only expiry frees the key.
       h.store.down.add(operation);
       expect((await h.post({ id: 'evt_1' })).status).toBe(status);
       await h.waitFor('store-unavailable');
-      h.store.down.clear();
       h.behaviour = async () => ({ status: 200, body: { status: 'processed' } });
       // 409 while the claim lives; it must not outlive claimTtlMs (a heartbeat would renew it).
       const res = await redeliverUntilSettled(h, { id: 'evt_1' }, 400);
