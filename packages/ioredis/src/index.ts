@@ -6,7 +6,12 @@
  * @module @hookgate/ioredis
  */
 import { optionError } from '@hookgate/core';
-import { RedisStore, type RedisStoreOptions } from '@hookgate/redis-core';
+import {
+  afterAsking,
+  type RedisCommands,
+  RedisStore,
+  type RedisStoreOptions,
+} from '@hookgate/redis-core';
 
 /**
  * The commands the store sends, as an ioredis `Redis` or `Cluster` (v5 or v6) has them. The
@@ -26,6 +31,31 @@ export interface IoRedisClient {
   evalsha(sha1: string, numkeys: number, ...args: (string | number)[]): Promise<unknown>;
   /** `EVAL script 1 key ...args`: only after the server answered `NOSCRIPT`. */
   eval(script: string, numkeys: number, ...args: (string | number)[]): Promise<unknown>;
+  /**
+   * A `Cluster`'s node clients: a command a node answered `MOVED` or `ASK` (which ioredis does
+   * not follow within a mixed auto-pipelined batch) is resent to the node named.
+   */
+  nodes?(role: 'all'): IoRedisNode[];
+  /** The client's options. */
+  options?: {
+    /** Put before every key by the client. */
+    keyPrefix?: string;
+  };
+}
+
+/** One node client of an ioredis `Cluster`. */
+export interface IoRedisNode extends Omit<IoRedisClient, 'nodes' | 'options'> {
+  /** Where it connects, and its own `keyPrefix` if it has one. */
+  options: {
+    /** The node's host, as the cluster knows it. */
+    host?: string;
+    /** The node's port. */
+    port?: number;
+    /** Put before every key by this node client, if set. */
+    keyPrefix?: string;
+  };
+  /** `ASKING`: the next command may touch a slot this node is importing. */
+  asking(): Promise<unknown>;
 }
 
 /** Options of {@link IoRedisStore}: `timeoutMs`, the deadline of every operation (2000 ms). */
@@ -71,15 +101,38 @@ export class IoRedisStore extends RedisStore {
     ) {
       throw optionError('IoRedisStore', 'client', 'must be an ioredis Redis or Cluster instance');
     }
+    const commands = (
+      on: Omit<IoRedisClient, 'nodes' | 'options'>,
+      prefix = '',
+    ): RedisCommands => ({
+      // Positional arguments: the only form ioredis accepts for SET options.
+      setNxGet: (key, value, ttlMs) => on.set(prefix + key, value, 'PX', ttlMs, 'NX', 'GET'),
+      evalsha: (sha, key, args) => on.evalsha(sha, 1, prefix + key, ...args),
+      eval: (lua, key, args) => on.eval(lua, 1, prefix + key, ...args),
+    });
     super(
       'IoRedisStore',
       {
-        // Positional arguments: the only form ioredis accepts for SET options.
-        setNxGet: (key, value, ttlMs) => client.set(key, value, 'PX', ttlMs, 'NX', 'GET'),
-        evalsha: (sha, key, args) => client.evalsha(sha, 1, key, ...args),
-        eval: (lua, key, args) => client.eval(lua, 1, key, ...args),
+        ...commands(client),
+        redirect: async (address, asking) => redirect(client, address, asking),
       },
       options,
     );
+
+    /** The node at `address`, its commands preceded by ASKING when `asking`. */
+    function redirect(
+      cluster: IoRedisClient,
+      address: string,
+      asking: boolean,
+    ): RedisCommands | undefined {
+      const node = cluster
+        .nodes?.('all')
+        .find(({ options: o }) => `${o.host ?? '127.0.0.1'}:${o.port ?? 6379}` === address);
+      if (node === undefined) return undefined;
+      // The cluster puts its keyPrefix before every key; a node client it made may not.
+      const prefix = node.options.keyPrefix ? '' : (cluster.options?.keyPrefix ?? '');
+      const send = commands(node, prefix);
+      return asking ? afterAsking(send, () => node.asking()) : send;
+    }
   }
 }

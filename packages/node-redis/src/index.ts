@@ -6,7 +6,12 @@
  * @module @hookgate/node-redis
  */
 import { optionError } from '@hookgate/core';
-import { RedisStore, type RedisStoreOptions } from '@hookgate/redis-core';
+import {
+  afterAsking,
+  type RedisCommands,
+  RedisStore,
+  type RedisStoreOptions,
+} from '@hookgate/redis-core';
 
 /** The `SET` options a claim sends, spelled as node-redis 5 and 6 know them. */
 export interface NodeRedisSetOptions {
@@ -42,6 +47,19 @@ export interface NodeRedisClient {
   evalSha(sha1: string, options: NodeRedisEvalOptions): Promise<unknown>;
   /** `EVAL script 1 key ...args`: only after the server answered `NOSCRIPT`. */
   eval(script: string, options: NodeRedisEvalOptions): Promise<unknown>;
+  /**
+   * A cluster's nodes by `host:port`: a command a node answered `MOVED` or `ASK` is resent to
+   * the node named, should node-redis ever pass such a reply on (it follows them itself).
+   */
+  readonly nodeByAddress?: Map<string, unknown>;
+  /** A cluster's client for one of its nodes. */
+  nodeClient?(node: never): Promise<NodeRedisNodeClient>;
+}
+
+/** The client of one node of a node-redis cluster. */
+export interface NodeRedisNodeClient extends Omit<NodeRedisClient, 'nodeByAddress' | 'nodeClient'> {
+  /** `ASKING`: the next command may touch a slot this node is importing. */
+  asking(): Promise<unknown>;
 }
 
 /** Options of {@link NodeRedisStore}: `timeoutMs`, the deadline of every operation (2000 ms). */
@@ -99,18 +117,32 @@ export class NodeRedisStore extends RedisStore {
     super(
       'NodeRedisStore',
       {
-        // Spelled out in full: node-redis silently drops SET options it does not know.
-        setNxGet: (key, value, ttlMs) =>
-          client.set(key, value, {
-            expiration: { type: 'PX', value: ttlMs },
-            condition: 'NX',
-            GET: true,
-          }),
-        // Script arguments must be strings in node-redis; RedisStore passes only strings.
-        evalsha: (sha, key, args) => client.evalSha(sha, { keys: [key], arguments: args }),
-        eval: (lua, key, args) => client.eval(lua, { keys: [key], arguments: args }),
+        ...commands(client),
+        redirect: async (address, asking) => {
+          const node = client.nodeByAddress?.get(address);
+          if (node === undefined || client.nodeClient === undefined) return undefined;
+          const nodeClient = await client.nodeClient(node as never);
+          const send = commands(nodeClient);
+          return asking ? afterAsking(send, () => nodeClient.asking()) : send;
+        },
       },
       options,
     );
   }
+}
+
+/** The three commands, as node-redis spells them. */
+function commands(on: Omit<NodeRedisClient, 'nodeByAddress' | 'nodeClient'>): RedisCommands {
+  return {
+    // Spelled out in full: node-redis silently drops SET options it does not know.
+    setNxGet: (key, value, ttlMs) =>
+      on.set(key, value, {
+        expiration: { type: 'PX', value: ttlMs },
+        condition: 'NX',
+        GET: true,
+      }),
+    // Script arguments must be strings in node-redis; RedisStore passes only strings.
+    evalsha: (sha, key, args) => on.evalSha(sha, { keys: [key], arguments: args }),
+    eval: (lua, key, args) => on.eval(lua, { keys: [key], arguments: args }),
+  };
 }

@@ -33,7 +33,38 @@ export interface RedisCommands {
   evalsha(sha: string, key: string, args: string[]): Promise<unknown>;
   /** `EVAL lua 1 key ...args`: only after the server answered `NOSCRIPT`. */
   eval(lua: string, key: string, args: string[]): Promise<unknown>;
+  /**
+   * For a cluster client: the same commands sent to the node at `address` (`host:port`, as a
+   * `MOVED` or `ASK` reply names it), each preceded by `ASKING` on the same connection when
+   * `asking` (the two written back to back). `undefined` when the client does not know that
+   * node. Standalone clients leave it out.
+   */
+  redirect?(address: string, asking: boolean): Promise<RedisCommands | undefined>;
 }
+
+/**
+ * For adapter authors: `commands`, each preceded by `ASKING` (what `asking` sends) on the same
+ * connection: the two are written back to back, with nothing of another caller in between.
+ */
+export function afterAsking(
+  commands: RedisCommands,
+  asking: () => Promise<unknown>,
+): RedisCommands {
+  const first = <T>(command: () => Promise<T>) => {
+    asking().catch(() => {}); // its failure fails the command that follows it
+    return command();
+  };
+  return {
+    setNxGet: (key, value, ttlMs) => first(() => commands.setNxGet(key, value, ttlMs)),
+    evalsha: (sha, key, args) => first(() => commands.evalsha(sha, key, args)),
+    eval: (lua, key, args) => first(() => commands.eval(lua, key, args)),
+  };
+}
+
+/** `MOVED <slot> <host:port>` or `ASK <slot> <host:port>`: the command was not applied. */
+const REDIRECTION = /^(MOVED|ASK) \d+ (\S+)/;
+/** Redirections followed per operation (a slot moved twice in one operation is rare). */
+const MAX_REDIRECTIONS = 3;
 
 /** Options every Redis store takes. */
 export interface RedisStoreOptions {
@@ -95,7 +126,9 @@ export class RedisStore implements ClaimStore {
     const record = fingerprint === undefined ? 'p:' + token : `p:${token}:${fingerprint}`;
     let previous: unknown;
     try {
-      previous = await this.#deadlines.guard(this.#commands.setNxGet(key, record, ttlMs));
+      previous = await this.#deadlines.guard(
+        this.#follow((commands) => commands.setNxGet(key, record, ttlMs)),
+      );
     } catch (error) {
       throw storeError(this.#name, 'claim', error);
     }
@@ -148,7 +181,9 @@ export class RedisStore implements ClaimStore {
   async #run(operation: string, script: Script, key: string, args: string[]): Promise<number> {
     let reply: unknown;
     try {
-      reply = await this.#deadlines.guard(this.#evaluate(script, key, args));
+      reply = await this.#deadlines.guard(
+        this.#follow((commands) => evaluate(commands, script, key, args)),
+      );
     } catch (error) {
       throw storeError(this.#name, operation, error);
     }
@@ -161,14 +196,41 @@ export class RedisStore implements ClaimStore {
     });
   }
 
-  /** `EVALSHA`, and `EVAL` (which caches the script again) only when the server lost it. */
-  async #evaluate(script: Script, key: string, args: string[]): Promise<unknown> {
-    try {
-      return await this.#commands.evalsha(script.sha, key, args);
-    } catch (error) {
-      if (!isNoScript(error)) throw error;
-      return this.#commands.eval(script.lua, key, args);
+  /**
+   * Send a command, and resend it to the node a `MOVED` or `ASK` reply names (with `ASKING`
+   * first for an ASK), up to three times: such a reply proves the command was not applied, so
+   * resending is safe. Cluster clients follow redirections themselves, but not every time:
+   * ioredis follows one only when every command of an auto-pipelined batch met the same one,
+   * and passes a mixed batch's `-ASK` on as an error.
+   */
+  async #follow<T>(send: (commands: RedisCommands) => Promise<T>): Promise<T> {
+    let commands = this.#commands;
+    for (let followed = 0; ; followed++) {
+      try {
+        return await send(commands);
+      } catch (error) {
+        const redirection = error instanceof Error ? REDIRECTION.exec(error.message) : null;
+        if (redirection === null || followed >= MAX_REDIRECTIONS) throw error;
+        const next = await this.#commands.redirect?.(redirection[2]!, redirection[1] === 'ASK');
+        if (next === undefined) throw error;
+        commands = next;
+      }
     }
+  }
+}
+
+/** `EVALSHA`, and `EVAL` (which caches the script again) only when the server lost it. */
+async function evaluate(
+  commands: RedisCommands,
+  script: Script,
+  key: string,
+  args: string[],
+): Promise<unknown> {
+  try {
+    return await commands.evalsha(script.sha, key, args);
+  } catch (error) {
+    if (!isNoScript(error)) throw error;
+    return commands.eval(script.lua, key, args);
   }
 }
 

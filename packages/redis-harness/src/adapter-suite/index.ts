@@ -24,6 +24,7 @@ import { conformanceTests } from './conformance.js';
 import type { RedisDriver } from './driver.js';
 import { failoverTests } from './failover.js';
 import { faultTests } from './faults.js';
+import { redirectTests } from './redirects.js';
 
 export type { RedisClientVariant, RedisDriver, RootNode } from './driver.js';
 export { rejection } from './faults.js';
@@ -31,7 +32,8 @@ export { rejection } from './faults.js';
 /**
  * Register every shared Redis adapter test under `describe(name)`, one block per concern:
  * `commands` (what the store sends and leaves in Redis, under every variant), `faults` (a
- * paused, killed or closed connection), `failover` (a cluster master replaced), and
+ * paused, killed or closed connection), `failover` (a cluster master replaced), `redirects` (a
+ * slot that moves while a claim is held: ASK and MOVED followed), and
  * `conformance` (`@hookgate/store-conformance` on a standalone server and a cluster, under
  * every variant).
  *
@@ -43,6 +45,7 @@ export function redisAdapterSuite<C extends object>(name: string, driver: RedisD
     describe('commands', () => commandTests(driver));
     describe('faults', () => faultTests(driver));
     describe('failover', () => failoverTests(driver));
+    describe('redirects', () => redirectTests(driver));
     describe('conformance', () => conformanceTests(driver));
   });
 }
