@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { createReporter, type Report } from './decisions.js';
 import { isAlreadyDone, StoreUnavailableError, toStoreError } from './errors.js';
 import {
@@ -11,6 +10,7 @@ import { Lease, type LeaseHost } from './lease.js';
 import { type Prepared, prepareDelivery } from './prepare.js';
 import { advanceSubject } from './sequence.js';
 import type { ClaimState } from './store.js';
+import { ownerToken } from './token.js';
 import type { Delivery, KeySource, Outcome, WebhookEvent } from './types.js';
 
 /** The low-level handle of one claim attempt, as `gate.claim` returns it. */
@@ -175,7 +175,7 @@ class GateImpl<TPayload> implements Gate<TPayload> {
   async #acquire(prepared: Prepared<TPayload>): Promise<Lease<TPayload> | Refusal> {
     const { store, claimTtlMs } = this.#options;
     const { event } = prepared;
-    const token = randomUUID();
+    const token = ownerToken();
     let state: ClaimState;
     try {
       state = await store.claim(prepared.claimKey, token, claimTtlMs, prepared.fingerprint);

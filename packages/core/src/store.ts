@@ -52,9 +52,12 @@ export interface AdvanceRequest {
  * `done`, and may carry the payload's fingerprint (the gate's `fingerprint` option: a SHA-256
  * hex digest). The reference encoding, used by the Redis adapters so that an operator can read
  * a key with `redis-cli GET`, is the string `p:<token>` or `d:<token>`, followed by
- * `:<fingerprint>` when there is one.
+ * `:<fingerprint>` when there is one; a done record of an all-digit token without a
+ * fingerprint is the bare token (Redis keeps a number inside its object header: the compact
+ * form, and the gate's tokens are numbers).
  *
- * **Owner.** Every claim is made with a random `token` (a UUID: letters, digits and `-`).
+ * **Owner.** Every claim is made with a random `token` (the gate's are 16 decimal digits; a
+ * store must take any string of letters, digits and `-`).
  * `done`, `release` and `extend` compare the stored token with theirs and change the record in
  * the same atomic step only when they match: a worker whose claim expired must never complete,
  * extend or delete a claim that another worker holds now. A `false` from any of them means

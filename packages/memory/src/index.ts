@@ -104,12 +104,10 @@ export class MemoryStore implements ClaimStore {
       return true;
     }
     if (recordKind(entry.value) === undefined) throw foreignValueError('MemoryStore', 'done', key);
-    // `p:<token>…` or `d:<token>…` (done again by its owner); it keeps its fingerprint.
+    // `p:<token>…` or a done record of the same token (done again by its owner); the record
+    // keeps its fingerprint.
     if (!ownedBy(entry.value, token)) return false;
-    entry.value =
-      fingerprint === undefined
-        ? 'd' + entry.value.slice(1)
-        : claimRecord('d:', token, fingerprint);
+    entry.value = claimRecord('d:', token, fingerprint ?? fingerprintOf(entry.value));
     this.#expire(entry, now + ttlMs);
     return true;
   }
@@ -276,26 +274,32 @@ export class MemoryStore implements ClaimStore {
 
 /**
  * A claim record, encoded as the Redis adapters encode it: `p:<token>` (processing) or
- * `d:<token>` (done), followed by `:<fingerprint>` when the claim carries one.
+ * `d:<token>` (done), followed by `:<fingerprint>` when the claim carries one; a done record of
+ * an all-digit token without a fingerprint is the bare token.
  */
 function claimRecord(kind: 'p:' | 'd:', token: string, fingerprint: string | undefined): string {
-  return fingerprint === undefined ? kind + token : kind + token + ':' + fingerprint;
+  if (fingerprint !== undefined) return kind + token + ':' + fingerprint;
+  return kind === 'd:' && DIGITS.test(token) ? token : kind + token;
 }
+
+const DIGITS = /^\d+$/;
 
 /** `p` or `d`; `undefined` for a value that is not a claim record. */
 function recordKind(value: string): 'p' | 'd' | undefined {
-  if (value.charCodeAt(1) !== 58 /* : */) return undefined;
+  if (value.charCodeAt(1) !== 58 /* : */) return DIGITS.test(value) ? 'd' : undefined;
   const kind = value.charCodeAt(0);
   return kind === 112 /* p */ ? 'p' : kind === 100 /* d */ ? 'd' : undefined;
 }
 
 /** Whether the record's token is `token`, compared in place. */
 function ownedBy(value: string, token: string): boolean {
+  if (value.charCodeAt(1) !== 58 /* : */) return value === token; // a bare done token
   const end = token.length + 2;
   return value.startsWith(token, 2) && (value.length === end || value.charCodeAt(end) === 58);
 }
 
 function fingerprintOf(value: string): string | undefined {
+  if (value.charCodeAt(1) !== 58 /* : */) return undefined;
   const colon = value.indexOf(':', 2);
   return colon < 0 ? undefined : value.slice(colon + 1);
 }

@@ -63,6 +63,8 @@ export function afterAsking(
 
 /** `MOVED <slot> <host:port>` or `ASK <slot> <host:port>`: the command was not applied. */
 const REDIRECTION = /^(MOVED|ASK) \d+ (\S+)/;
+/** A done record without a fingerprint, of an all-digit token: the bare token. */
+const ALL_DIGITS = /^\d+$/;
 /** Redirections followed per operation (a slot moved twice in one operation is rare). */
 const MAX_REDIRECTIONS = 3;
 
@@ -134,8 +136,9 @@ export class RedisStore implements ClaimStore {
     }
     if (previous === null) return 'acquired';
     // A string, or a Buffer under a client's type mapping. `p:<token>` or `d:<token>`, then
-    // `:<fingerprint>` when the claim carries one.
+    // `:<fingerprint>` when the claim carries one; or a done record's bare all-digit token.
     const value = String(previous);
+    if (ALL_DIGITS.test(value)) return 'done';
     const kind = value.slice(0, 2);
     if (kind !== 'p:' && kind !== 'd:') throw foreignValueError(this.#name, 'claim', key);
     const colon = value.indexOf(':', 2);
