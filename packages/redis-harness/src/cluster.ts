@@ -32,12 +32,101 @@ export interface ClusterNode {
 
 /** A Redis Cluster of harness-started nodes on loopback ports. */
 export class RedisCluster {
-  /** Every node, masters and replicas, in creation order. */
-  readonly nodes: readonly RedisServer[];
+  /** Every node, masters and replicas, in creation order (added masters last). */
+  get nodes(): readonly RedisServer[] {
+    return this.#nodes;
+  }
+  readonly #nodes: RedisServer[];
+  readonly #options: RedisServerOptions;
 
   /** @internal Use {@link startCluster}. */
-  constructor(nodes: readonly RedisServer[]) {
-    this.nodes = nodes;
+  constructor(nodes: readonly RedisServer[], options: RedisServerOptions = {}) {
+    this.#nodes = [...nodes];
+    this.#options = options;
+  }
+
+  /**
+   * Start one more (empty) master and join it to the cluster (`redis-cli --cluster add-node`).
+   * It serves no slot until {@link rebalance} or {@link moveSlot} gives it some.
+   */
+  async addMaster(): Promise<RedisServer> {
+    const node = await startServer({ ...this.#options, cluster: true });
+    this.#nodes.push(node);
+    const any = this.#anyRunning();
+    await run(
+      REDIS_CLI,
+      ['--cluster', 'add-node', `${node.host}:${node.port}`, `${any.host}:${any.port}`],
+      { timeout: 30_000 },
+    );
+    // Wait until every node knows it.
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const views = await Promise.all(
+        this.#nodes.filter((n) => n.state === 'running').map((n) => this.topology(n)),
+      );
+      if (views.every((view) => view.some((entry) => entry.port === node.port))) break;
+      if (Date.now() > deadline) throw new Error('redis-harness: the new master was never known');
+      await sleep(50);
+    }
+    // The new node answers CLUSTERDOWN to a MIGRATE until it sees the whole slot map.
+    await this.waitHealthy();
+    return node;
+  }
+
+  /**
+   * Spread the slots evenly over the masters, empty ones included
+   * (`redis-cli --cluster rebalance --cluster-use-empty-masters`), moving keys as it goes.
+   */
+  async rebalance(): Promise<void> {
+    // redis-cli stops at the first node that is not ready for a slot (a view that lags on a
+    // busy machine); run again, it takes up where it stopped.
+    for (let attempt = 1; ; attempt++) {
+      const any = this.#anyRunning();
+      try {
+        await run(
+          REDIS_CLI,
+          ['--cluster', 'rebalance', `${any.host}:${any.port}`, '--cluster-use-empty-masters'],
+          { timeout: 300_000, maxBuffer: 64 * 1024 * 1024 },
+        );
+        return;
+      } catch (error) {
+        if (attempt >= 5) throw error;
+        await run(REDIS_CLI, ['--cluster', 'fix', `${any.host}:${any.port}`, '--cluster-yes'], {
+          timeout: 120_000,
+          maxBuffer: 64 * 1024 * 1024,
+        }).catch(() => {});
+        await this.waitHealthy();
+      }
+    }
+  }
+
+  /**
+   * Move one slot to `target`, as `redis-cli --cluster reshard` does: IMPORTING on the target,
+   * MIGRATING on the source, its keys moved in batches by `MIGRATE`, then the slot assigned to
+   * the target on every master. While it moves, the source answers `-ASK` for keys it no longer
+   * has. `pauseMs` waits between the batches (a slow migration, for a storm to run into).
+   */
+  async moveSlot(slot: number, target: RedisServer, pauseMs = 0): Promise<void> {
+    const topology = await this.topology();
+    const owner = topology.find(
+      (node) =>
+        node.role === 'master' && node.slots.some(([from, to]) => from <= slot && slot <= to),
+    );
+    if (owner === undefined) throw new Error(`redis-harness: no master serves slot ${slot}`);
+    if (owner.port === target.port) return;
+    const source = this.server(owner.port);
+    const idOf = (server: RedisServer) => topology.find((node) => node.port === server.port)!.id;
+    await target.command('CLUSTER', 'SETSLOT', slot, 'IMPORTING', idOf(source));
+    await source.command('CLUSTER', 'SETSLOT', slot, 'MIGRATING', idOf(target));
+    for (;;) {
+      const keys = (await source.command('CLUSTER', 'GETKEYSINSLOT', slot, 100)) as string[];
+      if (keys.length === 0) break;
+      await source.command('MIGRATE', target.host, target.port, '', 0, 10_000, 'KEYS', ...keys);
+      if (pauseMs > 0) await sleep(pauseMs);
+    }
+    for (const node of topology.filter((entry) => entry.role === 'master')) {
+      await this.server(node.port).command('CLUSTER', 'SETSLOT', slot, 'NODE', idOf(target));
+    }
   }
 
   /** `{ host, port }` of every node, for a cluster client's startup nodes. */
@@ -207,7 +296,7 @@ export class RedisCluster {
 
   /** Stop every node and delete their dirs. */
   async dispose(): Promise<void> {
-    await Promise.all(this.nodes.map((node) => node.dispose()));
+    await Promise.all(this.#nodes.map((node) => node.dispose()));
   }
 
   #anyRunning(): RedisServer {
@@ -240,7 +329,7 @@ export async function startCluster(options: RedisClusterOptions = {}): Promise<R
       ],
       { timeout: 30_000 },
     );
-    const cluster = new RedisCluster(nodes);
+    const cluster = new RedisCluster(nodes, serverOptions);
     await cluster.waitHealthy();
     return cluster;
   } catch (error) {

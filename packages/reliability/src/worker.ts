@@ -5,6 +5,7 @@
  *   HOOKGATE_REDIS        redis://127.0.0.1:<port>, or
  *   HOOKGATE_CLUSTER      127.0.0.1:<port>,127.0.0.1:<port>,… (startup nodes of a cluster), or
  *   HOOKGATE_POSTGRES     postgres://…, with HOOKGATE_STORE_TABLE: a PostgresStore there
+ *   HOOKGATE_CLIENT       ioredis (default), ioredis-pipelined (enableAutoPipelining) or node-redis
  *   HOOKGATE_TABLE        the table handler runs are recorded in
  *   HOOKGATE_NAMESPACE    the gate's namespace
  *   HOOKGATE_SECRET       the signature secret
@@ -15,9 +16,11 @@
 import type { AddressInfo } from 'node:net';
 import type { ClaimStore } from '@hookgate/core';
 import { IoRedisStore } from '@hookgate/ioredis';
+import { NodeRedisStore } from '@hookgate/node-redis';
 import { PostgresStore } from '@hookgate/pg';
 import { Cluster, Redis } from 'ioredis';
 import pg from 'pg';
+import { createClient, createCluster } from 'redis';
 import { createReceiver } from './receiver.js';
 
 const env = (name: string, fallback?: string): string => {
@@ -32,6 +35,8 @@ const postgres = process.env['HOOKGATE_POSTGRES'];
 /** The store's client: its error events are counted (and must never end the process). */
 let client: { on(event: 'error', listener: () => void): unknown };
 let store: ClaimStore;
+/** node-redis connects explicitly (once its error listener is on). */
+let connecting: (() => Promise<unknown>) | undefined;
 if (postgres) {
   const storePool = new pg.Pool({ connectionString: postgres, max: 8 });
   // A terminated or restarted server: pg can emit 'error' on a pooled connection outside any
@@ -39,15 +44,28 @@ if (postgres) {
   storePool.on('connect', (connection) => connection.on('error', () => {}));
   client = storePool;
   store = new PostgresStore(storePool, { table: env('HOOKGATE_STORE_TABLE'), timeoutMs });
+} else if (process.env['HOOKGATE_CLIENT'] === 'node-redis') {
+  const options = { socket: { reconnectStrategy: () => 100 } };
+  const redis = clusterNodes
+    ? createCluster({
+        rootNodes: clusterNodes.split(',').map((node) => ({ url: `redis://${node}` })),
+        defaults: options,
+      })
+    : createClient({ url: env('HOOKGATE_REDIS'), ...options });
+  client = redis;
+  connecting = () => redis.connect();
+  store = new NodeRedisStore(redis, { timeoutMs });
 } else {
+  const pipelined = process.env['HOOKGATE_CLIENT'] === 'ioredis-pipelined';
   const redis = clusterNodes
     ? new Cluster(
         clusterNodes.split(',').map((node) => {
           const [host, port] = node.split(':');
           return { host: host!, port: Number(port) };
         }),
+        { enableAutoPipelining: pipelined },
       )
-    : new Redis(env('HOOKGATE_REDIS'));
+    : new Redis(env('HOOKGATE_REDIS'), { enableAutoPipelining: pipelined });
   client = redis;
   store = new IoRedisStore(redis, { timeoutMs });
 }
@@ -81,6 +99,7 @@ process.on('unhandledRejection', (reason) => {
 client.on('error', () => {
   stats.redisErrors++;
 });
+await connecting?.();
 pool.on('error', () => {});
 
 const server = app.listen(0, '127.0.0.1', () => {

@@ -7,6 +7,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { ReceiverStats } from './receiver.js';
 
+/** ioredis as configured by default, ioredis with `enableAutoPipelining`, or node-redis 6. */
+export type RedisClientKind = 'ioredis' | 'ioredis-pipelined' | 'node-redis';
+
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const TSX = `${ROOT}node_modules/.bin/tsx`;
 const WORKER = fileURLToPath(new URL('./worker.ts', import.meta.url));
@@ -24,6 +27,8 @@ export interface WorkerEnv {
   cluster?: { host: string; port: number }[];
   /** …a PostgreSQL server (`postgres://…`) and the store's table in it. */
   postgres?: { url: string; table: string };
+  /** The Redis client the store runs on. @default 'ioredis' */
+  client?: RedisClientKind;
   table: string;
   namespace: string;
   secret: string;
@@ -122,6 +127,7 @@ export function spawnWorker(env: WorkerEnv): Promise<Worker> {
       HOOKGATE_REDIS: env.redis ?? '',
       HOOKGATE_CLUSTER: env.cluster?.map((n) => `${n.host}:${n.port}`).join(',') ?? '',
       HOOKGATE_POSTGRES: env.postgres?.url ?? '',
+      HOOKGATE_CLIENT: env.client ?? 'ioredis',
       HOOKGATE_STORE_TABLE: env.postgres?.table ?? '',
       HOOKGATE_TABLE: env.table,
       HOOKGATE_NAMESPACE: env.namespace,

@@ -230,6 +230,51 @@ export function commandTests<C extends object>(given: RedisDriver<C>): void {
       expect(uuids - compact).toBeGreaterThanOrEqual(40);
     });
 
+    it('what a fingerprinted done record and a watermark cost (printed for docs/capacity.md)', async () => {
+      const store = driver.store(await driver.client(server.port));
+      await server.command('FLUSHALL');
+      const count = 20_000;
+      const fingerprint = 'f'.repeat(64);
+      let before = Number((await server.info('memory'))['used_memory']);
+      for (let i = 0; i < count; i += 500) {
+        await Promise.all(
+          Array.from({ length: 500 }, async (_, j) => {
+            const key = `hookgate:evt:evt_1NG8Du2eZvKYlo2C${String(i + j).padStart(12, '0')}`;
+            const token = String(2 ** 52 + i + j);
+            await store.claim(key, token, 300_000, fingerprint);
+            await store.done(key, token, 96 * 3_600_000, fingerprint);
+          }),
+        );
+      }
+      const printed = (Number((await server.info('memory'))['used_memory']) - before) / count;
+      await server.command('FLUSHALL');
+      before = Number((await server.info('memory'))['used_memory']);
+      for (let i = 0; i < count; i += 500) {
+        await Promise.all(
+          Array.from({ length: 500 }, async (_, j) => {
+            const key = `hookgate:seq:cus_${String(i + j).padStart(14, '0')}`;
+            const token = String(2 ** 52 + i + j);
+            const eventKey = `evt:evt_1NG8Du2eZvKYlo2C${String(i + j).padStart(12, '0')}`;
+            const request = {
+              at: 1_700_000_000_000 + i + j,
+              eventKey,
+              token,
+              ties: 'drop' as const,
+            };
+            await store.advance(key, { ...request, holdMs: 300_000, ttlMs: 30 * 86_400_000 });
+            await store.releaseHold(key, token);
+          }),
+        );
+      }
+      const watermark = (Number((await server.info('memory'))['used_memory']) - before) / count;
+      await server.command('FLUSHALL');
+      console.log(
+        `[memory] bytes per done record with a fingerprint: ${printed}; per watermark: ${watermark}`,
+      );
+      expect(printed).toBeLessThan(300);
+      expect(watermark).toBeLessThan(300);
+    });
+
     it('the gate writes the compact done record: the bare token', async () => {
       const store = driver.store(await driver.client(server.port));
       const gate = createGate({ store, eventId: 'id', namespace: 'compact' });
