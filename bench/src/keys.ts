@@ -3,7 +3,8 @@
  * against `JSON.stringify` + SHA-256 of the same object.
  */
 import { createHash } from 'node:crypto';
-import { deriveKey, providers } from '@hookgate/core';
+import { canonicalJson, deriveKey, providers } from '@hookgate/core';
+import { portable } from '../../packages/core/src/sha256.js';
 import { alternate, type Plan, type Row, syncSide } from './measure.js';
 
 /** A deterministic PRNG (mulberry32), so that every run digests the same payloads. */
@@ -89,6 +90,28 @@ export async function keysBench(plan: Plan): Promise<Row[]> {
       stats: digest!,
       baseline: { name: 'JSON.stringify + SHA-256', stats: base! },
       target: { ratio: 0.7 },
+      perCpu: true,
+    });
+  }
+
+  // Off Node (browsers, workerd without nodejs_compat) the digest hashes with @noble/hashes.
+  for (const [label, size] of [
+    ['1 KB', 1024],
+    ['16 KB', 16 * 1024],
+  ] as const) {
+    const payload = payloadOfSize(size);
+    const [pure, base] = await alternate(
+      [
+        syncSide(() => portable(canonicalJson(payload))),
+        syncSide(() => sha256(canonicalJson(payload))),
+      ],
+      plan,
+    );
+    rows.push({
+      section: 'Key derivation',
+      name: `digest off Node (pure-JS SHA-256), ${label} payload`,
+      stats: pure!,
+      baseline: { name: 'the same with native SHA-256', stats: base! },
       perCpu: true,
     });
   }

@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
 import { canonicalJson } from './canonical-json.js';
 import { HookgateError, InvalidDeliveryError, messageOf } from './errors.js';
 import type { Preset } from './providers.js';
 import { type CompiledSelector, compileSelector } from './select.js';
+import { sha256 } from './sha256.js';
 import type { Delivery, KeySource, Selector } from './types.js';
 
 /** Ids (and subjects) matching this are stored as they are; anything else is hashed. */
@@ -133,11 +133,6 @@ export function idString(value: unknown): string | undefined {
  */
 export function plainOrHashed(id: string): string {
   return PLAIN_ID.test(id) ? id : '#' + sha256(id);
-}
-
-/** @internal */
-export function sha256(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });

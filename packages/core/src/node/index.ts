@@ -7,6 +7,7 @@
  * @packageDocumentation
  * @module @hookgate/core/node
  */
+/// <reference types="node" />
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type Claim, settleFromResponse } from '../index.js';
 

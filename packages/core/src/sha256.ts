@@ -1,0 +1,27 @@
+/**
+ * SHA-256 as hex, synchronously, on every runtime. Node (and Bun and Deno, which implement
+ * `process.getBuiltinModule`) hash natively through `node:crypto`, reached at run time so that
+ * no bundler meets a `node:` import; elsewhere (browsers, Cloudflare's workerd without
+ * `nodejs_compat`) the audited pure implementation of `@noble/hashes` does it. Web Crypto has
+ * only an asynchronous digest, and key derivation is synchronous.
+ */
+import { sha256 as portableSha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
+
+interface NodeCrypto {
+  createHash(algorithm: 'sha256'): { update(text: string): { digest(encoding: 'hex'): string } };
+}
+
+const builtin = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process
+  ?.getBuiltinModule;
+const nodeCrypto = builtin?.('node:crypto') as NodeCrypto | undefined;
+
+/** @internal The SHA-256 of a string's UTF-8 bytes, as 64 lowercase hex characters. */
+export const sha256: (text: string) => string = nodeCrypto
+  ? (text) => nodeCrypto.createHash('sha256').update(text).digest('hex')
+  : portable;
+
+/** @internal The pure implementation, exported for the tests that compare the two. */
+export function portable(text: string): string {
+  return bytesToHex(portableSha256(utf8ToBytes(text)));
+}
