@@ -137,12 +137,32 @@ export function isAlreadyDone(error: unknown): boolean {
 }
 
 /**
- * For store and binding authors: the error of a wrong option, in the one format every hookgate
- * package uses: `<owner>: option \`<option>\` <why>`.
+ * The one error builder of every hookgate package: a {@link HookgateError} whose message is
+ * `<owner>: <message>`, as a {@link StoreUnavailableError} when `code` is `STORE_UNAVAILABLE`.
+ * {@link optionError}, {@link storeError} and {@link foreignValueError} are made with it.
+ * @param owner - who speaks: a class (`'PostgresStore'`), a package (`'@hookgate/express'`), or
+ * `'hookgate'` for the gate itself
+ * @example throw createError('@hookgate/express', 'INVALID_OPTIONS', 'the body was consumed');
+ */
+export function createError(
+  owner: string,
+  code: ErrorCode,
+  message: string,
+  options?: { cause?: unknown },
+): HookgateError {
+  const text = `${owner}: ${message}`;
+  return code === ErrorCode.STORE_UNAVAILABLE
+    ? new StoreUnavailableError(text, options)
+    : new HookgateError(code, text, options);
+}
+
+/**
+ * For store and binding authors: the error of a wrong option,
+ * `<owner>: option \`<option>\` <why>`.
  * @example throw optionError('MyStore', 'timeoutMs', 'must be a positive integer of milliseconds');
  */
 export function optionError(owner: string, option: string, why: string): HookgateError {
-  return new HookgateError(ErrorCode.INVALID_OPTIONS, `${owner}: option \`${option}\` ${why}`);
+  return createError(owner, ErrorCode.INVALID_OPTIONS, `option \`${option}\` ${why}`);
 }
 
 /**
@@ -161,9 +181,9 @@ export function storeError(
   if (error instanceof StoreUnavailableError) return error;
   const message =
     error instanceof DOMException && error.name === 'TimeoutError'
-      ? `${owner}: ${operation} got no answer in time (${error.message}); the store may still apply it, so its outcome is unknown`
-      : `${owner}: ${operation} failed: ${messageOf(error)}`;
-  return new StoreUnavailableError(message, { cause: error });
+      ? `${operation} got no answer in time (${error.message}); the store may still apply it, so its outcome is unknown`
+      : `${operation} failed: ${messageOf(error)}`;
+  return unavailable(owner, message, error);
 }
 
 /**
@@ -175,8 +195,9 @@ export function foreignValueError(
   operation: string,
   key: string,
 ): StoreUnavailableError {
-  return new StoreUnavailableError(
-    `${owner}: ${operation}: key ${key} holds a value hookgate did not write; left as it is`,
+  return unavailable(
+    owner,
+    `${operation}: key ${key} holds a value hookgate did not write; left as it is`,
   );
 }
 
@@ -195,10 +216,18 @@ export function messageOf(error: unknown): string {
   }
 }
 
-/** Wrap whatever a store threw into a `StoreUnavailableError`, keeping hookgate errors as they are. */
+/** A {@link StoreUnavailableError} from {@link createError}, `cause` kept. */
+function unavailable(owner: string, message: string, cause?: unknown): StoreUnavailableError {
+  return createError(
+    owner,
+    ErrorCode.STORE_UNAVAILABLE,
+    message,
+    cause === undefined ? undefined : { cause },
+  ) as StoreUnavailableError;
+}
+
+/** @internal Whatever a store threw, as a `StoreUnavailableError`; hookgate errors stay as they are. */
 export function toStoreError(error: unknown, operation: string): HookgateError {
   if (error instanceof HookgateError) return error;
-  return new StoreUnavailableError(`store ${operation} failed: ${messageOf(error)}`, {
-    cause: error,
-  });
+  return unavailable('hookgate', `store ${operation} failed: ${messageOf(error)}`, error);
 }

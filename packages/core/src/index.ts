@@ -21,6 +21,7 @@ export { canonicalJson } from './canonical-json.js';
 export { Deadlines } from './deadlines.js';
 export {
   alreadyDone,
+  createError,
   ErrorCode,
   foreignValueError,
   HookgateError,

@@ -10,7 +10,7 @@ import {
   type BindingOptions,
   bindingOptions,
   type Verify as CoreVerify,
-  HookgateError,
+  createError,
   TOO_LARGE,
   type WebhookEvent,
 } from '@hookgate/core';
@@ -88,7 +88,7 @@ export function hookgate<TPayload = unknown>(options: HookgateOptions<TPayload>)
 }
 
 const GONE =
-  'hookgate/express: the request body was consumed before hookgate() could read its raw bytes. ' +
+  'the request body was consumed before hookgate() could read its raw bytes. ' +
   'Mount hookgate() before any body parser, or keep the bytes: express.json({ verify: keepRawBody }) or express.raw()';
 
 /** The exact body bytes, from a parser that kept them or from the request itself. */
@@ -99,7 +99,7 @@ async function rawBodyOf(req: Request, limit: number): Promise<BodyRead> {
     return bytes.length > limit ? 'too-large' : bytes;
   }
   if (req.readableDidRead || req.readableEnded || (req as { _body?: boolean })._body === true) {
-    throw new HookgateError('INVALID_OPTIONS', GONE);
+    throw createError('@hookgate/express', 'INVALID_OPTIONS', GONE);
   }
   return readBody(req, limit);
 }

@@ -10,7 +10,7 @@ import {
   type BindingOptions,
   bindingOptions,
   type Verify as CoreVerify,
-  HookgateError,
+  createError,
   settleFromResponse,
   TOO_LARGE,
   type WebhookEvent,
@@ -84,7 +84,7 @@ export function hookgate<TPayload = unknown>(
 }
 
 const GONE =
-  'hookgate/hono: the request body was consumed before hookgate() could read its raw bytes. ' +
+  'the request body was consumed before hookgate() could read its raw bytes. ' +
   'Mount hookgate() first, or read the body through c.req (c.req.json(), c.req.text()), which keeps them';
 
 /** The exact body bytes, or why there are none. */
@@ -97,7 +97,7 @@ async function rawBodyOf(c: Context, limit: number): Promise<Uint8Array | 'too-l
   if (bytes !== undefined) return bytes.byteLength > limit ? 'too-large' : bytes;
   const raw = c.req.raw;
   if (raw.bodyUsed || Object.keys(cache).length > 0)
-    throw new HookgateError('INVALID_OPTIONS', GONE);
+    throw createError('@hookgate/hono', 'INVALID_OPTIONS', GONE);
   try {
     return await readLimited(c, raw, limit);
   } catch {

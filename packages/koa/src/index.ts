@@ -10,7 +10,7 @@ import {
   type BindingOptions,
   bindingOptions,
   type Verify as CoreVerify,
-  HookgateError,
+  createError,
   TOO_LARGE,
   type WebhookEvent,
 } from '@hookgate/core';
@@ -76,7 +76,7 @@ export function hookgate<TPayload = unknown>(
 }
 
 const GONE =
-  'hookgate/koa: the request body was consumed before hookgate() could read its raw bytes. ' +
+  'the request body was consumed before hookgate() could read its raw bytes. ' +
   'Mount hookgate() before any body parser, or use one that keeps them as ctx.request.rawBody (@koa/bodyparser)';
 
 /** The exact body bytes, from a parser that kept them or from the request itself. */
@@ -89,6 +89,7 @@ async function rawBodyOf(ctx: Context, limit: number): Promise<BodyRead> {
   }
   const req = ctx.req;
   // A parser may have set ctx.request.body without reading (a type it skips): only bytes read count.
-  if (req.readableDidRead || req.readableEnded) throw new HookgateError('INVALID_OPTIONS', GONE);
+  if (req.readableDidRead || req.readableEnded)
+    throw createError('@hookgate/koa', 'INVALID_OPTIONS', GONE);
   return readBody(req, limit);
 }

@@ -9,9 +9,9 @@ import {
   type AdvanceState,
   type ClaimState,
   type ClaimStore,
+  createError,
   foreignValueError,
   optionError,
-  StoreUnavailableError,
 } from '@hookgate/core';
 
 /** Options of {@link MemoryStore}. */
@@ -213,8 +213,10 @@ export class MemoryStore implements ClaimStore {
     if (this.#entries.size >= this.#maxEntries) {
       if (now >= this.#nextExpiry) this.sweep();
       if (this.#entries.size >= this.#maxEntries) {
-        throw new StoreUnavailableError(
-          `MemoryStore is full (maxEntries ${this.#maxEntries}) and no record has expired yet`,
+        throw createError(
+          'MemoryStore',
+          'STORE_UNAVAILABLE',
+          `is full (maxEntries ${this.#maxEntries}) and no record has expired yet`,
         );
       }
     }

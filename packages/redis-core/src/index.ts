@@ -12,10 +12,10 @@ import {
   type AdvanceState,
   type ClaimState,
   type ClaimStore,
+  createError,
   Deadlines,
   foreignValueError,
   optionError,
-  StoreUnavailableError,
   storeError,
 } from '@hookgate/core';
 import { type Script, scripts } from './scripts/index.js';
@@ -194,7 +194,7 @@ export class RedisStore implements ClaimStore {
     const code = Number(reply);
     if (code === 0 || code === 1 || code === 2) return code;
     if (code === -1) throw foreignValueError(this.#name, operation, key);
-    throw new StoreUnavailableError(`${this.#name}: ${operation} got an unexpected reply`, {
+    throw createError(this.#name, 'STORE_UNAVAILABLE', `${operation} got an unexpected reply`, {
       cause: new Error(`expected 0, 1 or 2, got ${JSON.stringify(reply)}`),
     });
   }
