@@ -7,13 +7,22 @@
 //       type-checks a .cts file that does the same with `module: nodenext`;
 //   (c) type-checks core, memory and hono with `types: []` and no @types/node;
 //   (d) bundles core + memory for `--platform=browser` with esbuild, and runs the bundle;
-//   (e) runs `@arethetypeswrong/cli --profile esm-only` and `publint` on each package.
+//   (e) checks that each package's source maps resolve to shipped sources, and runs
+//       `@arethetypeswrong/cli --profile esm-only` and `publint --strict` on it.
 // Usage: `pnpm build && node scripts/pack-test.mjs` (`pnpm test:pack`). Keeps its directory
 // on failure (its path is printed), removes it on success.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 
 const root = resolve(import.meta.dirname, '..');
 const work = mkdtempSync(join(tmpdir(), 'hookgate-pack-'));
@@ -217,9 +226,10 @@ try {
 
   step('(e) @arethetypeswrong/cli --profile esm-only and publint, per package');
   for (const [name, file] of Object.entries(files)) {
+    checkSourceMaps(join(app, 'node_modules', name));
     quiet(bin('attw'), [file, '--profile', 'esm-only', '--format', 'table-flipped']);
     quiet(bin('publint'), ['run', join(app, 'node_modules', name), '--strict']);
-    console.log(`${name}: attw and publint clean`);
+    console.log(`${name}: source maps resolve; attw and publint clean`);
   }
 
   console.log(
@@ -229,6 +239,19 @@ try {
 } catch (error) {
   console.error(`\n[pack-test] FAILED on Node ${process.version}: ${error.message}\nkept: ${work}`);
   process.exit(1);
+}
+
+/** Every source map in an installed package names sources the package ships. */
+function checkSourceMaps(dir) {
+  const maps = readdirSync(dir, { recursive: true }).filter((file) => file.endsWith('.map'));
+  if (maps.length === 0) throw new Error(`${dir} ships no source maps`);
+  for (const map of maps) {
+    for (const source of readJson(join(dir, map)).sources) {
+      if (!existsSync(join(dir, dirname(map), source))) {
+        throw new Error(`${dir}/${map} points at ${source}, which is not shipped`);
+      }
+    }
+  }
 }
 
 /** Run a command, printing its output only when it fails. */

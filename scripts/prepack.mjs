@@ -31,3 +31,11 @@ for (const target of targets) {
   if (!existsSync(target)) fail(`${target} does not exist (the package is not built)`);
   if (statSync(target).mtimeMs < sources) fail(`${target} is older than src/ (a stale build)`);
 }
+
+// Files a removed source left behind in dist/ would ship too.
+for (const file of readdirSync('dist', { recursive: true })) {
+  const source = String(file).replace(/(\.d)?\.js(\.map)?$|\.d\.ts(\.map)?$/, '.ts');
+  if (source.endsWith('.ts') && !existsSync(join('src', source))) {
+    fail(`dist/${file} has no source in src/ (a stale build)`);
+  }
+}
