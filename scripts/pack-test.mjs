@@ -3,7 +3,8 @@
 // the tarballs with plain npm into a fresh consumer project, and there
 //   (a) type-checks and runs an ESM app with `module: nodenext`, and type-checks it with
 //       `moduleResolution: bundler`;
-//   (b) require()s every package from a .cjs file on the running Node (require(esm)), and
+//   (b) require()s every package but store-conformance (a vitest suite) from a .cjs file on
+//       the running Node (require(esm)), and
 //       type-checks a .cts file that does the same with `module: nodenext`;
 //   (c) type-checks core, memory and hono with `types: []` and no @types/node;
 //   (d) bundles core + memory for `--platform=browser` with esbuild, and runs the bundle;
