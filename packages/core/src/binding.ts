@@ -1,6 +1,8 @@
+import { mapConcurrently } from './batch.js';
 import { InvalidDeliveryError, invalidOption, StoreUnavailableError } from './errors.js';
 import type { Claim, Gate } from './gate.js';
-import type { HeaderBag } from './types.js';
+import { sha256 } from './sha256.js';
+import type { Delivery, HeaderBag, WebhookEvent } from './types.js';
 
 /**
  * Checks a delivery's signature over the exact body bytes. Resolve `true` to accept; anything
@@ -120,10 +122,7 @@ export async function admit<TPayload, TBody extends Uint8Array, THeaders extends
     return { answer: { status: 401, body: { status: 'unauthorized' }, headers: {} } };
   }
   const later = { 'Retry-After': String(retryAfter) };
-  let claim: Claim<TPayload>;
-  try {
-    claim = await gate.claim({ rawBody, headers });
-  } catch (error) {
+  const refusal = (error: unknown): Admission<TPayload> => {
     if (error instanceof InvalidDeliveryError) {
       return {
         answer: { status: 400, body: { status: 'invalid', reason: error.reason }, headers: {} },
@@ -133,6 +132,14 @@ export async function admit<TPayload, TBody extends Uint8Array, THeaders extends
       return { answer: { status: 503, body: { status: 'unavailable' }, headers: later } };
     }
     throw error;
+  };
+  const delivery = { rawBody, headers };
+  if (gate.batched) return admitBatch(gate, inFlight, later, delivery, refusal);
+  let claim: Claim<TPayload>;
+  try {
+    claim = await gate.claim(delivery);
+  } catch (error) {
+    return refusal(error);
   }
   if (claim.acquired) return { claim };
   if (claim.status === 'conflict') {
@@ -142,6 +149,89 @@ export async function admit<TPayload, TBody extends Uint8Array, THeaders extends
     return { answer: { status: 409, body: { status: 'in-flight' }, headers: later } };
   }
   return { answer: { status: 200, body: { status: claim.status }, headers: {} } };
+}
+
+/** How many events of one body are claimed at once. */
+const BATCH_CONCURRENCY = 8;
+
+/**
+ * A body of many events: claim each, and hand on the new ones together, or answer for all.
+ * The provider resends a body as a whole, so the answer is 2xx only when every event is
+ * settled for good (new, a duplicate, stale or a conflict); an event in flight elsewhere
+ * (409), an invalid one (400) or a store failure (503) releases the claims taken, and the
+ * resent body finds the events done meanwhile as duplicates.
+ */
+async function admitBatch<TPayload>(
+  gate: Gate<TPayload>,
+  inFlight: 'retry' | 'ack',
+  later: Record<string, string>,
+  delivery: Delivery,
+  refusal: (error: unknown) => Admission<TPayload>,
+): Promise<Admission<TPayload>> {
+  let events: Delivery[];
+  try {
+    events = gate.split(delivery);
+  } catch (error) {
+    return refusal(error);
+  }
+  const attempts = await mapConcurrently(events, BATCH_CONCURRENCY, (event) =>
+    gate.claim(event).catch((error: unknown) => ({ error })),
+  );
+  const claims = attempts.filter((a): a is Claim<TPayload> => !('error' in a));
+  const acquired = claims.filter((c) => c.acquired);
+  const failure = attempts.find((a) => 'error' in a);
+  const blocked = inFlight === 'retry' && claims.some((c) => c.status === 'in-flight');
+  if (failure !== undefined || blocked) {
+    await Promise.all(acquired.map((c) => c.release().catch(() => {})));
+    if (failure !== undefined) return refusal((failure as { error: unknown }).error);
+    return { answer: { status: 409, body: { status: 'in-flight' }, headers: later } };
+  }
+  if (acquired.length === 0) {
+    const status =
+      claims.every((c) => c.status === 'stale') && claims.length > 0 ? 'stale' : 'duplicate';
+    return { answer: { status: 200, body: { status }, headers: {} } };
+  }
+  return { claim: new BatchClaim(acquired) as unknown as Claim<TPayload> };
+}
+
+/** The claims of a body's new events, settled together from one answer. */
+class BatchClaim implements Claim<unknown[]> {
+  readonly status = 'acquired';
+  readonly acquired = true;
+  readonly key: string;
+  readonly source = 'digest';
+  readonly event: WebhookEvent<unknown[]>;
+  readonly #claims: readonly Claim[];
+
+  constructor(claims: readonly Claim[]) {
+    this.#claims = claims;
+    const events = claims.map((c) => c.event);
+    this.key = `dig:${sha256(events.map((e) => e.key).join('\n'))}`;
+    this.event = { key: this.key, source: 'digest', payload: events.map((e) => e.payload), events };
+  }
+
+  done(): Promise<void> {
+    return this.#each((c) => c.done());
+  }
+
+  release(): Promise<void> {
+    return this.#each((c) => c.release());
+  }
+
+  fail(error?: unknown): Promise<void> {
+    return this.#each((c) => c.fail(error));
+  }
+
+  extend(ms?: number): Promise<void> {
+    return this.#each((c) => c.extend(ms));
+  }
+
+  /** Settle every claim, even when one fails; then reject with the first failure. */
+  async #each(settle: (claim: Claim) => Promise<void>): Promise<void> {
+    const results = await Promise.allSettled(this.#claims.map(settle));
+    const failed = results.find((r) => r.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
+  }
 }
 
 async function verified<TBody, THeaders>(

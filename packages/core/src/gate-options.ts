@@ -70,6 +70,14 @@ export interface GateOptions {
    */
   digestFallback?: boolean;
   /**
+   * For providers that post many events in one body (SendGrid's Event Webhook): the events of
+   * a body's parsed payload. `gate.split` applies it; `gate.runBatch` takes its deliveries, and
+   * the bindings claim every event and answer 2xx only when each is processed, a duplicate,
+   * stale or a conflict.
+   * @default the preset's, else none (one event per body)
+   */
+  split?: (payload: unknown) => readonly unknown[];
+  /**
    * Check the payload behind an event id: the SHA-256 of the payload's canonical JSON is stored
    * with the claim, and a later delivery of the same key with another payload is a `conflict`
    * (the handler does not run; the bindings answer 422) rather than a silent duplicate. Catches
@@ -127,6 +135,7 @@ export interface ResolvedGateOptions {
   readonly provider: string | undefined;
   readonly deriver: KeyDeriver;
   readonly fingerprint: boolean;
+  readonly split: ((payload: unknown) => readonly unknown[]) | undefined;
   readonly subject: CompiledSelector | undefined;
   readonly occurredAt: CompiledSelector | undefined;
   readonly claimTtlMs: number;
@@ -187,12 +196,16 @@ export function resolveGateOptions(options: GateOptions): ResolvedGateOptions {
   if (options.onDecision !== undefined && typeof options.onDecision !== 'function') {
     invalidOption('onDecision', 'must be a function');
   }
+  const split = options.split ?? provider?.split;
+  if (split !== undefined && typeof split !== 'function')
+    invalidOption('split', 'must be a function');
   return {
     store,
     namespace,
     provider: provider?.name ?? options.name,
     deriver: compileKeyOptions(options),
     fingerprint,
+    split,
     subject: subject === undefined ? undefined : compileSelector(subject, 'subject'),
     occurredAt: occurredAt === undefined ? undefined : compileSelector(occurredAt, 'occurredAt'),
     claimTtlMs,

@@ -1,17 +1,25 @@
+import { mapConcurrently } from './batch.js';
 import { createReporter, type Report } from './decisions.js';
-import { isAlreadyDone, StoreUnavailableError, toStoreError } from './errors.js';
+import {
+  InvalidDeliveryError,
+  invalidOption,
+  isAlreadyDone,
+  StoreUnavailableError,
+  toStoreError,
+} from './errors.js';
 import {
   type GateOptions,
   positiveMs,
   type ResolvedGateOptions,
   resolveGateOptions,
 } from './gate-options.js';
+import { payloadOf, unreadable } from './key.js';
 import { Lease, type LeaseHost } from './lease.js';
 import { type Prepared, prepareDelivery } from './prepare.js';
 import { advanceSubject } from './sequence.js';
 import type { ClaimState } from './store.js';
 import { ownerToken } from './token.js';
-import type { Delivery, KeySource, Outcome, WebhookEvent } from './types.js';
+import type { BatchResult, Delivery, KeySource, Outcome, WebhookEvent } from './types.js';
 
 /** The low-level handle of one claim attempt, as `gate.claim` returns it. */
 export interface Claim<TPayload = unknown> {
@@ -91,6 +99,35 @@ export interface Gate<TPayload = unknown> {
    * @throws InvalidDeliveryError, StoreUnavailableError, as `run`.
    */
   claim(delivery: Delivery): Promise<Claim<TPayload>>;
+  /**
+   * `run` over many deliveries (a queue's batch, or the events {@link Gate.split} found in one
+   * body), at most `concurrency` handlers at a time. Resolves one result per delivery, in
+   * order: its {@link Outcome}, or `{ status: 'failed', error }` for a handler error, an invalid
+   * delivery or a store failure (each released or retained as `onFailure` says). It rejects
+   * only on a bad `concurrency`. {@link sqsBatchResponse} turns the results into an SQS
+   * partial batch response.
+   */
+  runBatch<TResult>(
+    deliveries: readonly Delivery[],
+    handler: Handler<TPayload, TResult>,
+    options?: BatchOptions,
+  ): Promise<BatchResult<Awaited<TResult>>[]>;
+  /**
+   * The events of one delivery, as deliveries: `[delivery]` for a gate without `split`;
+   * with one, a delivery per event of the parsed body (its `payload` the event, its `headers`
+   * the body's).
+   * @throws InvalidDeliveryError `not-json` when the body is not JSON or `split` does not give
+   * an array.
+   */
+  split(delivery: Delivery): Delivery[];
+  /** Whether the gate has a `split`: its bodies carry many events, and the bindings claim each. */
+  readonly batched: boolean;
+}
+
+/** Options of {@link Gate.runBatch}. */
+export interface BatchOptions {
+  /** The most handlers running at once. @default 8 */
+  concurrency?: number;
 }
 
 export type { GateOptions, HeartbeatOptions, SequenceOptions } from './gate-options.js';
@@ -161,6 +198,50 @@ class GateImpl<TPayload> implements Gate<TPayload> {
       if (!(error instanceof StoreUnavailableError)) throw error;
     }
     return { status: 'processed', key: event.key, result };
+  }
+
+  get batched(): boolean {
+    return this.#options.split !== undefined;
+  }
+
+  split(delivery: Delivery): Delivery[] {
+    const { split } = this.#options;
+    if (split === undefined) return [delivery];
+    let events: unknown;
+    try {
+      events = split(payloadOf(delivery));
+    } catch (error) {
+      throw this.#invalid(unreadable(error));
+    }
+    if (!Array.isArray(events)) {
+      throw this.#invalid(
+        new InvalidDeliveryError('not-json', 'split(payload) did not give an array of events'),
+      );
+    }
+    return events.map((payload) => ({ payload, headers: delivery.headers }));
+  }
+
+  async runBatch<TResult>(
+    deliveries: readonly Delivery[],
+    handler: Handler<TPayload, TResult>,
+    options: BatchOptions = {},
+  ): Promise<BatchResult<Awaited<TResult>>[]> {
+    const concurrency = options.concurrency ?? 8;
+    if (!Number.isSafeInteger(concurrency) || concurrency < 1) {
+      invalidOption('concurrency', 'must be a positive integer');
+    }
+    return mapConcurrently(deliveries, concurrency, (delivery) =>
+      this.run(delivery, handler).catch(
+        (error: unknown): BatchResult<Awaited<TResult>> => ({ status: 'failed', error }),
+      ),
+    );
+  }
+
+  #invalid(error: unknown): unknown {
+    if (error instanceof InvalidDeliveryError) {
+      this.#report('invalid', undefined, { reason: error.reason, error });
+    }
+    return error;
   }
 
   async claim(delivery: Delivery): Promise<Claim<TPayload>> {

@@ -5,6 +5,12 @@
  * @packageDocumentation
  * @module @hookgate/core
  */
+
+export {
+  type SqsBatchResponse,
+  type SqsRecordLike,
+  sqsBatchResponse,
+} from './batch.js';
 export {
   ABORTED,
   type Admission,
@@ -33,6 +39,7 @@ export {
   storeError,
 } from './errors.js';
 export {
+  type BatchOptions,
   type Claim,
   createGate,
   type Gate,
@@ -52,6 +59,7 @@ export type {
 } from './store.js';
 export { parseTimestamp } from './time.js';
 export type {
+  BatchResult,
   Decision,
   DecisionEvent,
   Delivery,

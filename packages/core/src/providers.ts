@@ -31,6 +31,11 @@ export interface Preset {
    * a preset whose provider sends the same body on every retry of one event id.
    */
   readonly fingerprint?: boolean;
+  /**
+   * For a provider that posts many events in one body: the events of a body's parsed payload
+   * (see `GateOptions.split`).
+   */
+  readonly split?: (payload: unknown) => readonly unknown[];
 }
 
 /**
@@ -70,6 +75,9 @@ export function definePreset<const P extends Preset>(preset: P): Readonly<P> {
   }
   if (preset.fingerprint !== undefined && typeof preset.fingerprint !== 'boolean') {
     invalidOption('provider.fingerprint', 'must be a boolean');
+  }
+  if (preset.split !== undefined && typeof preset.split !== 'function') {
+    invalidOption('provider.split', 'must be a function');
   }
   return Object.freeze({ ...preset });
 }
@@ -178,6 +186,23 @@ export const providers = {
     eventId: [{ header: 'svix-id' }, { header: 'webhook-id' }],
     occurredAt: 'timestamp',
     doneTtlMs: 72 * HOUR,
+  }),
+  /**
+   * SendGrid Event Webhook: one POST carries a JSON array of events (`split`), each keyed by
+   * its own `sg_event_id` and timed by `timestamp`, unix seconds. SendGrid resends a batch that
+   * got a non-2xx for up to 24 hours; the record lives 48. No subject: the events of one
+   * message (`sg_message_id`) share whole-second times and may arrive in any order, so the
+   * sequence guard would drop real events. Signed with ECDSA (`X-Twilio-Email-Event-Webhook-*`
+   * headers): verify before the gate.
+   * https://www.twilio.com/docs/sendgrid/for-developers/tracking-events/getting-started-event-webhook
+   * https://www.twilio.com/docs/sendgrid/for-developers/tracking-events/event
+   */
+  sendgrid: builtIn({
+    name: 'sendgrid',
+    eventId: 'sg_event_id',
+    occurredAt: 'timestamp',
+    doneTtlMs: 48 * HOUR,
+    split: (payload) => payload as readonly unknown[],
   }),
   /**
    * Sume: event id the envelope's `request_id`; event time its `created_at` (RFC 3339). Sume

@@ -44,6 +44,13 @@ export interface WebhookEvent<TPayload = unknown> {
   occurredAt?: number;
   /** The claim the handler runs under, once it is acquired (see {@link EventLease}). */
   lease?: EventLease;
+  /**
+   * Set by the bindings on a body that carries many events (a gate with `split`): the new
+   * events in it, each claimed, which the handler processes. `payload` is then their payloads,
+   * in order, and `key` a digest of their keys. The body's other events were duplicates, stale
+   * or conflicts.
+   */
+  events?: readonly WebhookEvent[];
 }
 
 /**
@@ -96,6 +103,20 @@ export type Outcome<TResult = unknown> =
       status: 'conflict';
       /** The idempotency key. */
       key: string;
+    };
+
+/**
+ * What `gate.runBatch` resolved to for one delivery: its {@link Outcome}, or `failed` when the
+ * handler threw, the delivery was invalid or the store failed (the claim, if any, was released
+ * or retained as `onFailure` says).
+ */
+export type BatchResult<TResult = unknown> =
+  | Outcome<TResult>
+  | {
+      /** The delivery was not processed; retry it. */
+      status: 'failed';
+      /** What `gate.run` threw for it. */
+      error: unknown;
     };
 
 /** Every decision the gate takes, as reported to `onDecision`. */

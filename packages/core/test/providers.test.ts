@@ -123,6 +123,17 @@ const contact = (type: string, timestamp: string) => ({
   data: { id: '1f81eb52-5198-4599-803e-771906343485', fullName: 'John Smith' },
 });
 
+// SendGrid's documented Event Webhook shape: a batch is a JSON array of these.
+const sendgridEvent = (sgEventId: string, event: string, timestamp: number) => ({
+  email: 'example@test.com',
+  timestamp,
+  'smtp-id': '<14c5d75ce93.dfd.64b469@ismtpd-555>',
+  event,
+  category: 'cat facts',
+  sg_event_id: sgEventId,
+  sg_message_id: '14c5d75ce93.dfd.64b469.filter0001.16648.5515E0B88.0',
+});
+
 const grant = (id: string | undefined, occurredAt: string, status: string) => ({
   ...(id === undefined ? {} : { id }),
   grant_id: 'grant_8841',
@@ -246,6 +257,17 @@ const samples: Record<keyof typeof providers, Sample> = {
     key: 'evt:Ev0PV52K21',
     subject: undefined,
     occurredAt: 1360782804_000,
+  },
+  sendgrid: {
+    // One event of a batch, as gate.split(body) hands it on; retried batches for 24 hours.
+    preset: providers.sendgrid,
+    horizonHours: 24,
+    first: { payload: sendgridEvent('2FeCcG5VRWpck6mKqRgnDg==', 'processed', 1519267261) },
+    redelivery: { payload: sendgridEvent('2FeCcG5VRWpck6mKqRgnDg==', 'processed', 1519267261) },
+    next: { payload: sendgridEvent('hqFbp3HH9WxIM0R2-x2M1Q==', 'delivered', 1519267263) },
+    key: 'evt:2FeCcG5VRWpck6mKqRgnDg==',
+    subject: undefined,
+    occurredAt: 1519267261_000,
   },
   standardWebhooks: {
     preset: providers.standardWebhooks,
@@ -432,6 +454,46 @@ describe.each(Object.entries(samples))('providers.%s', (name, sample) => {
 });
 
 describe('provider details', () => {
+  it('sendgrid: a batch body splits into its events, each keyed by sg_event_id; a resent batch runs nothing twice', async () => {
+    const { gate } = gateFor(providers.sendgrid);
+    const batch = [
+      sendgridEvent('2FeCcG5VRWpck6mKqRgnDg==', 'processed', 1519267261),
+      sendgridEvent('qK1MxfAaE_ukyyNsjxTpkw==', 'deferred', 1519267261),
+      sendgridEvent('hqFbp3HH9WxIM0R2-x2M1Q==', 'delivered', 1519267261),
+    ];
+    const body = {
+      rawBody: JSON.stringify(batch),
+      headers: { 'content-type': 'application/json' },
+    };
+    expect(gate.batched).toBe(true);
+    const events = gate.split(body);
+    expect(events.map((e) => deriveKey(e, { provider: providers.sendgrid }).key)).toEqual([
+      'evt:2FeCcG5VRWpck6mKqRgnDg==',
+      'evt:qK1MxfAaE_ukyyNsjxTpkw==',
+      'evt:hqFbp3HH9WxIM0R2-x2M1Q==',
+    ]);
+    const runs: string[] = [];
+    const first = await gate.runBatch(events, (e) => void runs.push(e.key));
+    expect(first.map((r) => r.status)).toEqual(['processed', 'processed', 'processed']);
+    // SendGrid may regroup a resent batch: one old event and a new one.
+    const resent = gate.split({
+      rawBody: JSON.stringify([
+        batch[1],
+        sendgridEvent('w5bEw7-Be-oM2A4WFmHw2A==', 'open', 1519267300),
+      ]),
+    });
+    const second = await gate.runBatch(resent, (e) => void runs.push(e.key));
+    expect(second.map((r) => r.status)).toEqual(['duplicate', 'processed']);
+    expect(runs).toHaveLength(4);
+    expect(new Set(runs).size).toBe(4);
+  });
+
+  it('sendgrid: a body that is not an array of events is invalid', () => {
+    const { gate } = gateFor(providers.sendgrid);
+    expect(() => gate.split({ rawBody: '{"sg_event_id":"x"}' })).toThrow(/did not give an array/);
+    expect(() => gate.split({ rawBody: 'not json' })).toThrow(HookgateError);
+  });
+
   it('shopify: webhooks of two topics that share one X-Shopify-Event-Id are both processed', async () => {
     const { gate } = gateFor(providers.shopify);
     const order = { id: 450789469, admin_graphql_api_id: 'gid://shopify/Order/450789469' };

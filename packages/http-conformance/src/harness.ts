@@ -164,6 +164,8 @@ export class Harness {
     body: { status: 'processed', key: event.key },
   });
   server!: TestServer;
+  /** The gate behind the binding (the last one `setup` made). */
+  gate!: Gate;
 
   constructor(store: ClaimStore = new MemoryStore()) {
     this.store = new SwitchableStore(store);
@@ -188,6 +190,7 @@ export class Harness {
       onDecision: (event) => this.decisions.push(event),
       ...scenario.gate,
     });
+    this.gate = gate;
     const setup: ServerSetup = {
       options: {
         gate,

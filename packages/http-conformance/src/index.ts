@@ -11,6 +11,7 @@
 import type { ClaimStore } from '@hookgate/core';
 import { afterEach, describe } from 'vitest';
 import { answers } from './answers.js';
+import { batch } from './batch.js';
 import { body } from './body.js';
 import { concurrency } from './concurrency.js';
 import { Harness, type MakeServer, type Scenario } from './harness.js';
@@ -75,6 +76,7 @@ export function httpBindingSuite(
       makeServer,
     };
     answers(context);
+    batch(context);
     body(context);
     concurrency(context);
     settlement(context);

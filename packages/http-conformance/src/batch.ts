@@ -1,0 +1,89 @@
+import { expect, it } from 'vitest';
+import type { SuiteContext } from './index.js';
+
+/** A gate whose bodies carry many events: a JSON array, as SendGrid's Event Webhook posts. */
+const batched = { gate: { split: (payload: unknown) => payload as readonly unknown[] } };
+const keys = (event: { events?: readonly { key: string }[] } | undefined) =>
+  event?.events?.map((e) => e.key);
+
+/**
+ * Bodies of many events (a gate with `split`): every event is claimed, the new ones reach the
+ * handler together, and the answer is 2xx only when every event is settled for good.
+ */
+export function batch({ start }: SuiteContext): void {
+  it('a body of many events hands the new ones on together and marks each done on a 2xx', async () => {
+    const h = await start(batched);
+    const res = await h.post([{ id: 'evt_a', n: 1 }, { id: 'evt_b', n: 2 }, { id: 'evt_c' }]);
+    expect(res.status).toBe(200);
+    expect(h.handled).toHaveLength(1);
+    expect(h.handled[0]?.payload).toEqual([
+      { id: 'evt_a', n: 1 },
+      { id: 'evt_b', n: 2 },
+      { id: 'evt_c' },
+    ]);
+    expect(keys(h.handled[0])).toEqual(['evt:evt_a', 'evt:evt_b', 'evt:evt_c']);
+    await h.waitFor('done', 3);
+  });
+
+  it('a resent body runs only its new events; a body of done events is acknowledged as a duplicate', async () => {
+    const h = await start(batched);
+    expect((await h.post([{ id: 'evt_a' }, { id: 'evt_b' }])).status).toBe(200);
+    await h.waitFor('done', 2);
+    expect((await h.post([{ id: 'evt_b' }, { id: 'evt_c' }])).status).toBe(200);
+    expect(keys(h.handled[1])).toEqual(['evt:evt_c']);
+    await h.waitFor('done', 3);
+    const res = await h.post([{ id: 'evt_c' }, { id: 'evt_a' }, { id: 'evt_b' }]);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: 'duplicate' });
+    expect(h.handled).toHaveLength(2);
+  });
+
+  it('a non-2xx answer releases every event of the body, and the resent body runs them all', async () => {
+    const h = await start(batched);
+    h.behaviour = async () => ({ status: 500, body: { status: 'failed' } });
+    expect((await h.post([{ id: 'evt_a' }, { id: 'evt_b' }])).status).toBe(500);
+    await h.waitFor('released', 2);
+    h.behaviour = async () => ({ status: 200, body: { status: 'processed' } });
+    expect((await h.post([{ id: 'evt_a' }, { id: 'evt_b' }])).status).toBe(200);
+    expect(keys(h.handled[1])).toEqual(['evt:evt_a', 'evt:evt_b']);
+    await h.waitFor('done', 2);
+  });
+
+  it('an event in flight elsewhere answers 409 for the body and releases the others; the resent body runs them', async () => {
+    const h = await start(batched);
+    const held = await h.gate.claim({ payload: { id: 'evt_b' } });
+    expect(held.acquired).toBe(true);
+    const res = await h.post([{ id: 'evt_a' }, { id: 'evt_b' }]);
+    expect(res.status).toBe(409);
+    expect(res.headers.get('retry-after')).toBe('10');
+    expect(await res.json()).toEqual({ status: 'in-flight' });
+    expect(h.handled).toHaveLength(0);
+    await h.waitFor('released');
+    await held.done();
+    expect((await h.post([{ id: 'evt_a' }, { id: 'evt_b' }])).status).toBe(200);
+    expect(keys(h.handled[0])).toEqual(['evt:evt_a']);
+  });
+
+  it('a store failure answers 503 and runs nothing; the resent body runs every event', async () => {
+    const h = await start(batched);
+    h.store.down.add('claim');
+    const res = await h.post([{ id: 'evt_a' }, { id: 'evt_b' }]);
+    expect(res.status).toBe(503);
+    expect(await res.json()).toEqual({ status: 'unavailable' });
+    expect(h.handled).toHaveLength(0);
+    h.store.down.clear();
+    expect((await h.post([{ id: 'evt_a' }, { id: 'evt_b' }])).status).toBe(200);
+    expect(keys(h.handled[0])).toEqual(['evt:evt_a', 'evt:evt_b']);
+  });
+
+  it('a body that is not an array of events is invalid (400); an empty one is acknowledged', async () => {
+    const h = await start(batched);
+    const res = await h.post({ id: 'evt_a' });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({ status: 'invalid', reason: 'not-json' });
+    const empty = await h.post([]);
+    expect(empty.status).toBe(200);
+    expect(await empty.json()).toEqual({ status: 'duplicate' });
+    expect(h.handled).toHaveLength(0);
+  });
+}
