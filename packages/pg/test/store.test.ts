@@ -93,7 +93,8 @@ describe('PostgresStore', () => {
 
   it('sweep deletes every expired row, in batches, and nothing live', async () => {
     const sweepTable = uniqueTable();
-    const own = new PostgresStore(shared, { table: sweepTable });
+    // 2,500 claims at once queue up behind the pool: a loaded machine must not time them out.
+    const own = new PostgresStore(shared, { table: sweepTable, timeoutMs: 30_000 });
     await own.setup();
     try {
       await Promise.all(
