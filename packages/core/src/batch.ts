@@ -31,7 +31,10 @@ export interface SqsRecordLike {
 /** An AWS Lambda SQS partial batch response (with `ReportBatchItemFailures` enabled). */
 export interface SqsBatchResponse {
   /** The messages to leave on the queue, for another receive. */
-  batchItemFailures: { itemIdentifier: string }[];
+  batchItemFailures: {
+    /** The `messageId` of a record that failed. */
+    itemIdentifier: string;
+  }[];
 }
 
 /**

@@ -1,6 +1,9 @@
 import { mapConcurrently } from './batch.js';
 import { createReporter, type Report } from './decisions.js';
 import {
+  createError,
+  ErrorCode,
+  foreignValueError,
   InvalidDeliveryError,
   invalidOption,
   isAlreadyDone,
@@ -13,7 +16,7 @@ import {
   type ResolvedGateOptions,
   resolveGateOptions,
 } from './gate-options.js';
-import { payloadOf, unreadable } from './key.js';
+import { idString, payloadOf, plainOrHashed, unreadable } from './key.js';
 import { Lease, type LeaseHost } from './lease.js';
 import { type Prepared, prepareDelivery } from './prepare.js';
 import { advanceSubject } from './sequence.js';
@@ -122,6 +125,60 @@ export interface Gate<TPayload = unknown> {
   split(delivery: Delivery): Delivery[];
   /** Whether the gate has a `split`: its bodies carry many events, and the bindings claim each. */
   readonly batched: boolean;
+  /**
+   * What the store holds for an event: `absent`, `processing` (a claim in flight, and how long
+   * it has left) or `done` (and how long the record lives), its payload fingerprint if it has
+   * one, and, for a delivery of a gate with the sequence guard, its subject's watermark.
+   * @param target - a delivery (keyed as `run` keys it), `{ id }` (a provider event id, keyed
+   * as the gate keys ids, hashing included), or the event key as `Outcome.key` gives it
+   * (`evt:…` or `dig:…`)
+   * @throws InvalidDeliveryError when a delivery cannot be keyed; `INVALID_OPTIONS` for a
+   * string that is not an event key, or a store without `inspect`.
+   */
+  inspect(target: EventTarget): Promise<Inspection>;
+  /**
+   * Delete the event's record, whoever owns it, so that a deliberate replay of it runs again;
+   * reports the decision `forgotten`. Forgetting an event still in flight lets a redelivery run
+   * it beside the first attempt. With the sequence guard, the watermark stays: a replay of an
+   * event older than its subject's newest is `stale`.
+   * @param target - as for {@link Gate.inspect}
+   * @returns `true` when a record was deleted, `false` when there was none.
+   */
+  forget(target: EventTarget): Promise<boolean>;
+}
+
+/**
+ * An event, as `gate.inspect` and `gate.forget` take it: a delivery, a provider event id, or
+ * an event key (`Outcome.key`).
+ */
+export type EventTarget =
+  | Delivery
+  | {
+      /** A provider event id. */
+      readonly id: string | number;
+    }
+  | string;
+
+/** What `gate.inspect` found for one event. */
+export interface Inspection {
+  /** The event key (`evt:…` or `dig:…`), without the namespace. */
+  key: string;
+  /** No record, a claim in flight, or done (processed, or retained after a failure). */
+  state: 'absent' | 'processing' | 'done';
+  /** How long the record has left, in ms. */
+  ttlMs?: number;
+  /** The payload fingerprint the record carries (`fingerprint: true`). */
+  fingerprint?: string;
+  /**
+   * The subject's watermark: the time (epoch ms) and key of the newest event applied, when
+   * the gate has the sequence guard, the target is a delivery, and the subject has one.
+   */
+  watermark?: {
+    /** The time of the newest event applied for the subject, epoch ms. */
+    at: number;
+    /** The key of that event. */
+    key: string;
+  };
 }
 
 /** Options of {@link Gate.runBatch}. */
@@ -237,6 +294,78 @@ class GateImpl<TPayload> implements Gate<TPayload> {
     );
   }
 
+  async inspect(target: EventTarget): Promise<Inspection> {
+    const { key, claimKey, subjectKey } = this.#locate(target);
+    const store = this.#options.store;
+    if (typeof store.inspect !== 'function') throw missing('inspect');
+    const [record, mark] = await Promise.all([
+      this.#storeCall('inspect', () => store.inspect!(claimKey)),
+      subjectKey === undefined
+        ? undefined
+        : this.#storeCall('inspect', () => store.inspect!(subjectKey)),
+    ]);
+    if (record.kind === 'watermark') {
+      throw toStoreError(foreignValueError('hookgate', 'inspect', claimKey), 'inspect');
+    }
+    const inspection: Inspection = { key, state: record.kind };
+    if (record.kind !== 'absent') {
+      if (record.ttlMs !== undefined) inspection.ttlMs = record.ttlMs;
+      if (record.fingerprint !== undefined) inspection.fingerprint = record.fingerprint;
+    }
+    if (mark?.kind === 'watermark') inspection.watermark = { at: mark.at, key: mark.eventKey };
+    return inspection;
+  }
+
+  async forget(target: EventTarget): Promise<boolean> {
+    const { key, claimKey, source } = this.#locate(target);
+    const store = this.#options.store;
+    if (typeof store.forget !== 'function') throw missing('forget');
+    const forgotten = await this.#storeCall('forget', () => store.forget!(claimKey));
+    if (forgotten) this.#report('forgotten', { key, source, payload: undefined });
+    return forgotten;
+  }
+
+  /** The keys of an inspect or forget target. */
+  #locate(target: EventTarget): {
+    key: string;
+    source: KeySource;
+    claimKey: string;
+    subjectKey?: string;
+  } {
+    const { namespace } = this.#options;
+    if (typeof target === 'string') {
+      if (!/^(evt|dig):./.test(target)) {
+        invalidOption(
+          'target',
+          'must be an event key as Outcome.key gives it (evt:… or dig:…); pass { id } for a provider event id',
+        );
+      }
+      const source = target.startsWith('evt:') ? 'event-id' : 'digest';
+      return { key: target, source, claimKey: `${namespace}:${target}` };
+    }
+    if (typeof target === 'object' && target !== null && 'id' in target) {
+      const id = idString(target.id);
+      if (id === undefined)
+        invalidOption('target', '{ id } needs a non-blank string or a safe integer');
+      const key = `evt:${plainOrHashed(id)}`;
+      return { key, source: 'event-id', claimKey: `${namespace}:${key}` };
+    }
+    const prepared = prepareDelivery<TPayload>(this.#options, this.#report, target as Delivery);
+    const { key, source } = prepared.event;
+    return { key, source, claimKey: prepared.claimKey, subjectKey: prepared.subjectKey };
+  }
+
+  /** A store call outside a claim: its failure is reported and thrown as `StoreUnavailableError`. */
+  async #storeCall<T>(operation: string, call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      const failure = toStoreError(error, operation);
+      this.#report('store-unavailable', undefined, { error: failure });
+      throw failure;
+    }
+  }
+
   #invalid(error: unknown): unknown {
     if (error instanceof InvalidDeliveryError) {
       this.#report('invalid', undefined, { reason: error.reason, error });
@@ -289,6 +418,15 @@ class GateImpl<TPayload> implements Gate<TPayload> {
     this.#report(status, event);
     return status;
   }
+}
+
+/** The error of `inspect` or `forget` on a store that does not implement it. */
+function missing(operation: 'inspect' | 'forget'): Error {
+  return createError(
+    'hookgate',
+    ErrorCode.INVALID_OPTIONS,
+    `the store has no ${operation}(): it was written before ClaimStore had one`,
+  );
 }
 
 const settled = Promise.resolve();

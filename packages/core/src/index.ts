@@ -42,20 +42,24 @@ export {
   type BatchOptions,
   type Claim,
   createGate,
+  type EventTarget,
   type Gate,
   type GateOptions,
   type Handler,
   type HeartbeatOptions,
+  type Inspection,
   type SequenceOptions,
 } from './gate.js';
 export { type DerivedKey, deriveKey, type KeyOptions } from './key.js';
 export { definePreset, type Preset, providers } from './providers.js';
+export { parseRecord } from './record.js';
 export type {
   AdvanceRequest,
   AdvanceState,
   ClaimConflict,
   ClaimState,
   ClaimStore,
+  StoredRecord,
 } from './store.js';
 export { parseTimestamp } from './time.js';
 export type {
@@ -70,3 +74,9 @@ export type {
   Selector,
   WebhookEvent,
 } from './types.js';
+export {
+  type Verifier,
+  type VerifierOptions,
+  type VerifierSecret,
+  verifiers,
+} from './verifiers.js';

@@ -42,6 +42,38 @@ export interface AdvanceRequest {
 }
 
 /**
+ * What a store holds under one key, as `ClaimStore.inspect` reads it: nothing, a claim record
+ * (`processing` or `done`, its owner token and fingerprint), or a subject's watermark (the
+ * time and key of the newest event applied). `ttlMs` is the time the record has left, when it
+ * expires.
+ */
+export type StoredRecord =
+  | {
+      /** Nothing under the key (or only an expired record). */
+      readonly kind: 'absent';
+    }
+  | {
+      /** A claim in flight, or the record of a processed event. */
+      readonly kind: 'processing' | 'done';
+      /** The owner token. */
+      readonly token: string;
+      /** The payload fingerprint, when the claim carried one. */
+      readonly fingerprint?: string;
+      /** The time the record has left, in ms. */
+      readonly ttlMs?: number;
+    }
+  | {
+      /** A subject's watermark. */
+      readonly kind: 'watermark';
+      /** The time of the newest event applied, epoch ms. */
+      readonly at: number;
+      /** The key of that event. */
+      readonly eventKey: string;
+      /** The time the record has left, in ms. */
+      readonly ttlMs?: number;
+    };
+
+/**
  * The storage contract of the gate: a handful of single-key, atomic operations.
  *
  * Every key passed in is complete (namespace included) and safe to use as is: at most a few
@@ -156,4 +188,20 @@ export interface ClaimStore {
    * watermark or another token holds it.
    */
   extendHold(key: string, token: string, ttlMs: number): Promise<boolean>;
+
+  /**
+   * Read the record under `key` (a claim or a watermark) without changing it: what `gate.inspect`
+   * shows an operator. Optional in the interface so that stores written before it keep
+   * compiling; every hookgate store implements it, and the conformance suite checks it.
+   * @throws StoreUnavailableError when the key holds a value hookgate did not write.
+   */
+  inspect?(key: string): Promise<StoredRecord>;
+
+  /**
+   * Delete the record under `key`, whoever owns it, so that a deliberate replay runs again
+   * (`gate.forget`). A value hookgate did not write is left as it is (and rejects). Optional
+   * like `inspect`.
+   * @returns `true` when a record was deleted; `false` when the key was absent.
+   */
+  forget?(key: string): Promise<boolean>;
 }

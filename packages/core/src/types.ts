@@ -131,7 +131,8 @@ export type Decision =
   | 'retained'
   | 'lease-lost'
   | 'invalid'
-  | 'store-unavailable';
+  | 'store-unavailable'
+  | 'forgotten';
 
 /** A structured record of one decision, for logs, metrics and audits. */
 export interface DecisionEvent {

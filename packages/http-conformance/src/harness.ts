@@ -102,6 +102,9 @@ export function header(headers: HeaderBag, name: string): string | undefined {
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/** ClaimStore with its optional operations required. */
+type Store = Required<ClaimStore>;
+
 /** A ClaimStore over a real store (a MemoryStore by default) whose operations can be made to fail, one by one. */
 export class SwitchableStore implements ClaimStore {
   readonly inner: ClaimStore;
@@ -112,12 +115,9 @@ export class SwitchableStore implements ClaimStore {
   readonly down = new Set<keyof ClaimStore>();
   error: unknown = new Error('connect ECONNREFUSED 10.0.0.7:6379 (secret-host)');
 
-  #call<K extends keyof ClaimStore>(
-    op: K,
-    args: Parameters<ClaimStore[K]>,
-  ): ReturnType<ClaimStore[K]> {
-    if (this.down.has(op)) return Promise.reject(this.error) as ReturnType<ClaimStore[K]>;
-    const method = this.inner[op] as (...a: Parameters<ClaimStore[K]>) => ReturnType<ClaimStore[K]>;
+  #call<K extends keyof Store>(op: K, args: Parameters<Store[K]>): ReturnType<Store[K]> {
+    if (this.down.has(op)) return Promise.reject(this.error) as ReturnType<Store[K]>;
+    const method = this.inner[op] as (...a: Parameters<Store[K]>) => ReturnType<Store[K]>;
     return method.apply(this.inner, args);
   }
   claim(...args: Parameters<ClaimStore['claim']>) {
@@ -140,6 +140,12 @@ export class SwitchableStore implements ClaimStore {
   }
   extendHold(...args: Parameters<ClaimStore['extendHold']>) {
     return this.#call('extendHold', args);
+  }
+  inspect(...args: Parameters<Store['inspect']>) {
+    return this.#call('inspect', args);
+  }
+  forget(...args: Parameters<Store['forget']>) {
+    return this.#call('forget', args);
   }
 }
 

@@ -12,6 +12,8 @@ import {
   createError,
   foreignValueError,
   optionError,
+  parseRecord,
+  type StoredRecord,
 } from '@hookgate/core';
 
 /** Options of {@link MemoryStore}. */
@@ -174,6 +176,24 @@ export class MemoryStore implements ClaimStore {
     if (mark.holder !== token) return false;
     entry.value = held(now + ttlMs, token, mark.at, mark.eventKey);
     if (entry.expiresAt < now + ttlMs) this.#expire(entry, now + ttlMs);
+    return true;
+  }
+
+  async inspect(key: string): Promise<StoredRecord> {
+    const now = this.#now();
+    const entry = this.#live(key, now);
+    if (entry === undefined) return { kind: 'absent' };
+    const record = parseRecord(entry.value);
+    if (record === undefined) throw foreignValueError('MemoryStore', 'inspect', key);
+    return { ...record, ttlMs: entry.expiresAt - now };
+  }
+
+  async forget(key: string): Promise<boolean> {
+    const entry = this.#live(key, this.#now());
+    if (entry === undefined) return false;
+    if (parseRecord(entry.value) === undefined)
+      throw foreignValueError('MemoryStore', 'forget', key);
+    this.#drop(key, entry);
     return true;
   }
 

@@ -148,6 +148,16 @@ export function statements(t: string, indexName: string) {
       SELECT CASE WHEN kind <> 'w' THEN -1 ELSE 0 END FROM ${t}
       WHERE key = $1 AND expires_at > clock_timestamp() AND NOT EXISTS (SELECT 1 FROM kept)`,
 
+    /** $1 key. The live row, if any, and the ms it has left. */
+    inspect: `
+      SELECT kind, token, fingerprint, at, event_key,
+             ceil(extract(epoch FROM expires_at - clock_timestamp()) * 1000)::bigint AS ttl_ms
+      FROM ${t} WHERE key = $1 AND expires_at > clock_timestamp()`,
+
+    /** $1 key. Deletes the row, whoever owns it; `live` is whether it had not expired. */
+    forget: `
+      DELETE FROM ${t} WHERE key = $1 RETURNING expires_at > clock_timestamp() AS live`,
+
     /** $1 batch size. Deletes up to $1 expired rows, skipping rows another session locks. */
     sweep: `
       DELETE FROM ${t} WHERE key IN (

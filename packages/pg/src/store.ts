@@ -7,6 +7,7 @@ import {
   foreignValueError,
   LeaseLostError,
   optionError,
+  type StoredRecord,
   storeError,
   type WebhookEvent,
 } from '@hookgate/core';
@@ -50,6 +51,8 @@ const OPERATIONS = [
   'advance',
   'releaseHold',
   'extendHold',
+  'inspect',
+  'forget',
   'sweep',
 ] as const;
 type Operation = (typeof OPERATIONS)[number];
@@ -258,6 +261,25 @@ export class PostgresStore implements ClaimStore {
 
   async extendHold(key: string, token: string, ttlMs: number): Promise<boolean> {
     return this.#code('extendHold', key, this.#sql.extendHold, [key, token, ttlMs], 0);
+  }
+
+  async inspect(key: string): Promise<StoredRecord> {
+    const row = (await this.#query('inspect', this.#sql.inspect, [key])).rows[0];
+    if (row === undefined) return { kind: 'absent' };
+    const ttlMs = Math.max(0, Number(row.ttl_ms));
+    if (row.kind === 'w') {
+      return { kind: 'watermark', at: Number(row.at), eventKey: String(row.event_key), ttlMs };
+    }
+    const kind = row.kind === 'p' ? 'processing' : 'done';
+    const fingerprint = row.fingerprint as string | null;
+    return fingerprint === null
+      ? { kind, token: String(row.token), ttlMs }
+      : { kind, token: String(row.token), fingerprint, ttlMs };
+  }
+
+  async forget(key: string): Promise<boolean> {
+    const { rows } = await this.#query('forget', this.#sql.forget, [key]);
+    return rows[0]?.live === true;
   }
 
   /** Run a statement that answers one code; `none` is what no row means for it. */

@@ -16,6 +16,8 @@ import {
   Deadlines,
   foreignValueError,
   optionError,
+  parseRecord,
+  type StoredRecord,
   storeError,
 } from '@hookgate/core';
 import { type Script, scripts } from './scripts/index.js';
@@ -126,14 +128,7 @@ export class RedisStore implements ClaimStore {
     fingerprint?: string,
   ): Promise<ClaimState> {
     const record = fingerprint === undefined ? 'p:' + token : `p:${token}:${fingerprint}`;
-    let previous: unknown;
-    try {
-      previous = await this.#deadlines.guard(
-        this.#follow((commands) => commands.setNxGet(key, record, ttlMs)),
-      );
-    } catch (error) {
-      throw storeError(this.#name, 'claim', error);
-    }
+    const previous = await this.#send('claim', (commands) => commands.setNxGet(key, record, ttlMs));
     if (previous === null) return 'acquired';
     // A string, or a Buffer under a client's type mapping. `p:<token>` or `d:<token>`, then
     // `:<fingerprint>` when the claim carries one; or a done record's bare all-digit token.
@@ -180,16 +175,33 @@ export class RedisStore implements ClaimStore {
     return (await this.#run('extendHold', scripts.extendHold, key, args)) === 1;
   }
 
-  /** Run a script; its reply is 0, 1 or 2. A -1 (a foreign value) or anything else rejects. */
-  async #run(operation: string, script: Script, key: string, args: string[]): Promise<number> {
-    let reply: unknown;
+  async inspect(key: string): Promise<StoredRecord> {
+    const reply = await this.#send('inspect', (commands) =>
+      evaluate(commands, scripts.inspect, key, []),
+    );
+    if (!Array.isArray(reply) || reply.length === 0) return { kind: 'absent' };
+    const record = parseRecord(String(reply[0]));
+    if (record === undefined) throw foreignValueError(this.#name, 'inspect', key);
+    const pttl = Number(reply[1]);
+    return pttl >= 0 ? { ...record, ttlMs: pttl } : record;
+  }
+
+  async forget(key: string): Promise<boolean> {
+    return (await this.#run('forget', scripts.forget, key, [])) === 1;
+  }
+
+  /** Send a command with the deadline and redirections; any failure is `StoreUnavailableError`. */
+  async #send<T>(operation: string, send: (commands: RedisCommands) => Promise<T>): Promise<T> {
     try {
-      reply = await this.#deadlines.guard(
-        this.#follow((commands) => evaluate(commands, script, key, args)),
-      );
+      return await this.#deadlines.guard(this.#follow(send));
     } catch (error) {
       throw storeError(this.#name, operation, error);
     }
+  }
+
+  /** Run a script; its reply is 0, 1 or 2. A -1 (a foreign value) or anything else rejects. */
+  async #run(operation: string, script: Script, key: string, args: string[]): Promise<number> {
+    const reply = await this.#send(operation, (commands) => evaluate(commands, script, key, args));
     // A number, or a string under a client's type mapping.
     const code = Number(reply);
     if (code === 0 || code === 1 || code === 2) return code;

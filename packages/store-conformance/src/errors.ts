@@ -22,6 +22,8 @@ export function errorTests(ctx: SuiteContext): void {
       }),
     releaseHold: (store, key, token) => store.releaseHold(key, token),
     extendHold: (store, key, token) => store.extendHold(key, token, LONG),
+    inspect: (store, key) => store.inspect!(key),
+    forget: (store, key) => store.forget!(key),
   } satisfies Record<string, (store: ClaimStore, key: string, token: string) => Promise<unknown>>;
 
   describe.concurrent('errors', () => {

@@ -13,7 +13,7 @@
  * It checks every guarantee `ClaimStore`'s documentation states: atomic claims under
  * concurrency, owner-checked `done`/`release`/`extend`, TTL expiry (with short real TTLs, so a
  * run takes a couple of seconds), the watermark's strictly-newer and tie rules, and error
- * mapping.
+ * mapping, and the optional `inspect` and `forget` (which every store should implement).
  *
  * @packageDocumentation
  */
@@ -25,6 +25,7 @@ import { errorTests } from './errors.js';
 import { fingerprintTests } from './fingerprint.js';
 import { foreignTests } from './foreign.js';
 import { holdTests } from './hold.js';
+import { inspectTests } from './inspect.js';
 import { ownershipTests } from './ownership.js';
 import { ttlTests } from './ttl.js';
 import { watermarkTests } from './watermark.js';
@@ -33,8 +34,8 @@ export type { ClaimStoreSuiteOptions, StoreFactory } from './context.js';
 
 /**
  * Register the conformance suite for a {@link ClaimStore} under `describe(name)`, one block per
- * concern: `claim`, `ownership`, `fingerprint`, `ttl`, `watermark`, `hold`, `foreign records`
- * and (given
+ * concern: `claim`, `ownership`, `fingerprint`, `ttl`, `watermark`, `hold`, `foreign records`,
+ * `inspect and forget` and (given
  * `options.unavailable`) `errors`.
  *
  * @param name - what the suite is reported under, e.g. `'IoRedisStore (cluster)'`
@@ -55,6 +56,7 @@ export function claimStoreSuite(
     watermarkTests(ctx);
     holdTests(ctx);
     foreignTests(ctx);
+    inspectTests(ctx);
     errorTests(ctx);
   });
 }

@@ -3,6 +3,8 @@ import advance from './advance-1.js';
 import done from './done-1.js';
 import extend from './extend-1.js';
 import extendHold from './extend-hold-1.js';
+import forget from './forget-1.js';
+import inspect from './inspect-1.js';
 import release from './release-1.js';
 import releaseHold from './release-hold-1.js';
 
@@ -20,7 +22,7 @@ function script(lua: string): Script {
  * The owner-checked operations: Redis 7.0 has no `SET … IFEQ`, so each compare-and-set is a
  * script. Each takes one key (cluster-safe) and returns an integer, which reads the same under
  * RESP2 and RESP3 (Lua `true`/`false` would not); -1 always means "a value hookgate did not
- * write is there, and was left alone".
+ * write is there, and was left alone". `inspect` alone returns the value and its TTL.
  */
 export const scripts = {
   done: script(done),
@@ -29,4 +31,6 @@ export const scripts = {
   advance: script(advance),
   releaseHold: script(releaseHold),
   extendHold: script(extendHold),
+  inspect: script(inspect),
+  forget: script(forget),
 } as const;

@@ -162,6 +162,29 @@ export function commandTests<C extends object>(given: RedisDriver<C>): void {
         });
       });
 
+      it('inspect and forget read records as redis-cli shows them, and refuse a foreign value', async () => {
+        const key = `hookgate:evt:${crypto.randomUUID()}`;
+        const ops = store as Required<ClaimStore>;
+        await server.command('SET', stored(key), 'd:42:abc', 'PX', '60000');
+        const record = await ops.inspect(key);
+        expect(record).toMatchObject({ kind: 'done', token: '42', fingerprint: 'abc' });
+        expect(record.kind !== 'absent' && record.ttlMs).toBeGreaterThan(59_000);
+        await server.command('SET', stored(key), '1714557600000:evt:e2');
+        expect(await ops.inspect(key)).toEqual({
+          kind: 'watermark',
+          at: 1_714_557_600_000,
+          eventKey: 'evt:e2',
+        });
+        await server.command('SET', stored(key), 'something else');
+        for (const operation of [() => ops.inspect(key), () => ops.forget(key)]) {
+          await expect(operation()).rejects.toMatchObject({ name: 'StoreUnavailableError' });
+        }
+        expect(await server.command('GET', stored(key))).toBe('something else');
+        await server.command('SET', stored(key), 'p:tok');
+        expect(await ops.forget(key)).toBe(true);
+        expect(await server.command('EXISTS', stored(key))).toBe(0);
+      });
+
       it('never changes the client it was given', async () => {
         const client = await connect(server.port);
         const snapshot = () => ({
