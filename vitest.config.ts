@@ -10,14 +10,18 @@ export default defineConfig({
   ssr: { resolve: { conditions: ['@hookgate/source'], externalConditions: ['@hookgate/source'] } },
   test: {
     // bench/ holds only the round-trip test; the benchmarks themselves run with `pnpm bench`.
-    projects: [...packages, 'examples', 'bench'].map((name) => ({
-      extends: true,
-      test: {
-        name,
-        root: name === 'examples' || name === 'bench' ? `./${name}` : `./packages/${name}`,
-        include: ['test/**/*.test.ts'],
-      },
-    })),
+    projects: [
+      ...[...packages, 'examples', 'bench'].map((name) => ({
+        extends: true as const,
+        test: {
+          name,
+          root: name === 'examples' || name === 'bench' ? `./${name}` : `./packages/${name}`,
+          include: ['test/**/*.test.ts'],
+        },
+      })),
+      // The NestJS example compiles legacy decorators: its own config (project example-nestjs).
+      'examples/nestjs/vitest.config.ts',
+    ],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     typecheck: { enabled: false },

@@ -4,13 +4,14 @@
  *
  *   pnpm bench                     the full run (about two minutes)
  *   pnpm bench --quick             shorter rounds, for a smoke test (HOOKGATE_BENCH_QUICK=1 too)
- *   pnpm bench --only=redis,http   some sections: memory, keys, redis, postgres, http
+ *   pnpm bench --only=redis,http   some sections: memory, keys, redis, postgres, http, fetch
  *
  * The postgres section uses the shared PostgreSQL on 127.0.0.1:5432 (database `test`), in
  * tables of its own that it drops.
  */
 import { cpus, loadavg } from 'node:os';
 import { startRedis } from '@hookgate/redis-harness';
+import { fetchBench } from './src/fetch.js';
 import { httpBench } from './src/http.js';
 import { keysBench } from './src/keys.js';
 import type { Plan, Row } from './src/measure.js';
@@ -49,6 +50,7 @@ try {
   if (redis && wanted('redis')) rows.push(...(await redisBench(redis, plans.redis)));
   if (wanted('postgres')) rows.push(...(await postgresBench(plans.redis)));
   if (redis && wanted('http')) rows.push(...(await httpBench(redis, plans.http)));
+  if (wanted('fetch')) rows.push(...(await fetchBench(plans.micro)));
 } finally {
   const version = redis ? (await redis.info('server'))['redis_version'] : undefined;
   await redis?.dispose();

@@ -56,6 +56,8 @@ const APP = `
 import { createGate, deriveKey, HookgateError } from '@hookgate/core';
 import { readBody } from '@hookgate/core/node';
 import { hookgate as express } from '@hookgate/express';
+import { hookgate as fastify } from '@hookgate/fastify';
+import { webhookHandler } from '@hookgate/fetch';
 import { hookgate as hono } from '@hookgate/hono';
 import { IoRedisStore } from '@hookgate/ioredis';
 import { hookgate as koa } from '@hookgate/koa';
@@ -66,7 +68,7 @@ import { RedisStore } from '@hookgate/redis-core';
 import type { ClaimStoreSuiteOptions } from '@hookgate/store-conformance';
 
 const exported: unknown[] = [deriveKey, HookgateError, readBody, express, hono, IoRedisStore, NodeRedisStore, PostgresLedger, PostgresStore, RedisStore];
-exported.push(koa);
+exported.push(koa, fastify, webhookHandler);
 if (exported.some((value) => typeof value !== 'function')) throw new Error('an export is missing');
 const options: ClaimStoreSuiteOptions | undefined = undefined;
 void options;
@@ -78,7 +80,7 @@ console.log(first.status, second.status);
 `;
 
 const REQUIRE_CJS = `
-const names = ['@hookgate/core', '@hookgate/core/node', '@hookgate/express', '@hookgate/hono', '@hookgate/ioredis', '@hookgate/koa', '@hookgate/memory', '@hookgate/node-redis', '@hookgate/pg', '@hookgate/redis-core'];
+const names = ['@hookgate/core', '@hookgate/core/node', '@hookgate/express', '@hookgate/fastify', '@hookgate/fetch', '@hookgate/hono', '@hookgate/ioredis', '@hookgate/koa', '@hookgate/memory', '@hookgate/node-redis', '@hookgate/pg', '@hookgate/redis-core'];
 for (const name of names) {
   const loaded = require(name);
   if (Object.keys(loaded).length === 0) throw new Error(name + ' loaded empty');

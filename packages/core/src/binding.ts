@@ -1,12 +1,20 @@
 import { mapConcurrently } from './batch.js';
-import { InvalidDeliveryError, invalidOption, StoreUnavailableError } from './errors.js';
+import { reporterOf } from './decisions.js';
+import {
+  createError,
+  ErrorCode,
+  type HookgateError,
+  InvalidDeliveryError,
+  invalidOption,
+  StoreUnavailableError,
+} from './errors.js';
 import type { Claim, Gate } from './gate.js';
 import { sha256 } from './sha256.js';
 import type { Delivery, HeaderBag, WebhookEvent } from './types.js';
 
 /**
  * Checks a delivery's signature over the exact body bytes. Resolve `true` to accept; anything
- * else (or a throw) answers 401 and claims nothing.
+ * else (or a throw) answers 401, claims nothing, and is reported as the decision `unverified`.
  */
 export type Verify<TBody = Uint8Array, THeaders = HeaderBag> = (
   rawBody: TBody,
@@ -105,21 +113,32 @@ export const TOO_LARGE: Answer = {
 
 /**
  * For binding authors: everything between reading the raw body and running the handler, the
- * same for every framework. Verifies the signature (401), claims the delivery, and maps what
- * cannot go on to its answer: invalid (400), duplicate or stale (200), in flight (409 with
- * `Retry-After`, or 200 with `inFlight: 'ack'`), a payload conflict (422), store unavailable
- * (503 with `Retry-After`).
+ * same for every framework. Answers a body over the limit (413) or cut off (400), verifies the
+ * signature (401), claims the delivery, and maps what cannot go on to its answer: invalid
+ * (400), duplicate or stale (200), in flight (409 with `Retry-After`, or 200 with
+ * `inFlight: 'ack'`), a payload conflict (422), store unavailable (503 with `Retry-After`).
+ * Every answer is reported to the gate's `onDecision` (`too-large`, `aborted` and `unverified`
+ * by this function, the rest by the gate).
  * When it returns a `claim`, the binding runs the handler and settles the claim with
  * {@link settleFromResponse}.
+ * @param rawBody - the exact body bytes, or why there are none (what a body reader returns)
  */
 export async function admit<TPayload, TBody extends Uint8Array, THeaders extends HeaderBag>(
   options: ResolvedBindingOptions<TPayload, TBody, THeaders>,
-  rawBody: TBody,
+  rawBody: TBody | 'too-large' | 'aborted',
   headers: THeaders,
 ): Promise<Admission<TPayload>> {
   const { gate, verify, inFlight, retryAfter } = options;
-  if (verify !== false && !(await verified(verify, rawBody, headers))) {
-    return { answer: { status: 401, body: { status: 'unauthorized' }, headers: {} } };
+  if (rawBody === 'too-large' || rawBody === 'aborted') {
+    reporterOf(gate)(rawBody);
+    return { answer: rawBody === 'too-large' ? TOO_LARGE : ABORTED };
+  }
+  if (verify !== false) {
+    const failure = await verification(verify, rawBody, headers);
+    if (failure !== undefined) {
+      reporterOf(gate)('unverified', undefined, failure);
+      return { answer: { status: 401, body: { status: 'unauthorized' }, headers: {} } };
+    }
   }
   const later = { 'Retry-After': String(retryAfter) };
   const refusal = (error: unknown): Admission<TPayload> => {
@@ -234,16 +253,33 @@ class BatchClaim implements Claim<unknown[]> {
   }
 }
 
-async function verified<TBody, THeaders>(
+/** Why a delivery failed its signature check (`reason`, and `error` when verify threw), or `undefined` when it passed. */
+async function verification<TBody, THeaders>(
   verify: Verify<TBody, THeaders>,
   body: TBody,
   headers: THeaders,
-): Promise<boolean> {
+): Promise<{ reason: string; error?: unknown } | undefined> {
+  let result: unknown;
   try {
-    return (await verify(body, headers)) === true;
-  } catch {
-    return false;
+    result = await verify(body, headers);
+  } catch (error) {
+    return { reason: 'threw', error };
   }
+  if (result === true) return undefined;
+  return { reason: result === false ? 'rejected' : 'not-true' };
+}
+
+/**
+ * For binding authors: the error of a request whose body a parser consumed before the binding
+ * could read its bytes (a misconfiguration the binding cannot see when it is built). Reports
+ * the decision `misconfigured` with it; throw it, and the framework answers 500.
+ * @param owner - the binding's name, e.g. `'@hookgate/express'`
+ * @param message - how to fix it in that framework
+ */
+export function bodyConsumed(gate: Gate<unknown>, owner: string, message: string): HookgateError {
+  const error = createError(owner, ErrorCode.INVALID_OPTIONS, message);
+  reporterOf(gate)('misconfigured', undefined, { error });
+  return error;
 }
 
 /** The answer to a client that went away before its body ended (nothing was claimed). */

@@ -40,3 +40,20 @@ export function createReporter(
     }
   };
 }
+
+/** The reporter of each gate `createGate` made, for the bindings' own decisions. */
+const reporters = new WeakMap<object, Report>();
+
+/** @internal Remember a gate's reporter. */
+export function registerReporter(gate: object, report: Report): void {
+  reporters.set(gate, report);
+}
+
+/**
+ * @internal The reporter of a gate, for a decision a binding takes before the gate sees the
+ * delivery (401, 413, a client gone, a consumed body); silent for a gate `createGate` did not
+ * make (a wrapper of one).
+ */
+export function reporterOf(gate: object): Report {
+  return reporters.get(gate) ?? (() => {});
+}

@@ -1,5 +1,5 @@
 import { mapConcurrently } from './batch.js';
-import { createReporter, type Report } from './decisions.js';
+import { createReporter, type Report, registerReporter } from './decisions.js';
 import {
   createError,
   ErrorCode,
@@ -213,6 +213,7 @@ class GateImpl<TPayload> implements Gate<TPayload> {
     this.#options = options;
     this.namespace = options.namespace;
     this.#report = createReporter(options.namespace, options.provider, options.onDecision);
+    registerReporter(this, this.#report);
     const { store, claimTtlMs, doneTtlMs, retain, heartbeat } = options;
     const reporting = options.onDecision !== undefined;
     this.#host = {
@@ -361,7 +362,7 @@ class GateImpl<TPayload> implements Gate<TPayload> {
       return await call();
     } catch (error) {
       const failure = toStoreError(error, operation);
-      this.#report('store-unavailable', undefined, { error: failure });
+      this.#report('store-unavailable', undefined, { reason: operation, error: failure });
       throw failure;
     }
   }
@@ -391,7 +392,7 @@ class GateImpl<TPayload> implements Gate<TPayload> {
       state = await store.claim(prepared.claimKey, token, claimTtlMs, prepared.fingerprint);
     } catch (error) {
       const failure = toStoreError(error, 'claim');
-      this.#report('store-unavailable', event, { error: failure });
+      this.#report('store-unavailable', event, { reason: 'claim', error: failure });
       throw failure;
     }
     if (typeof state === 'object') {

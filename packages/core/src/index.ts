@@ -18,6 +18,7 @@ export {
   admit,
   type BindingOptions,
   bindingOptions,
+  bodyConsumed,
   type ResolvedBindingOptions,
   settleFromResponse,
   TOO_LARGE,

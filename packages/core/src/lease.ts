@@ -143,13 +143,14 @@ export class Lease<TPayload = unknown> {
               ? await store.release(claimKey, this.#token)
               : await store.done(claimKey, this.#token, doneTtlMs, this.#prepared.fingerprint);
         } catch (error) {
-          // A background retry fails quietly: its first failures have been reported.
-          const failure = background
-            ? toStoreError(error, operation)
-            : this.#storeFailed(error, operation);
+          const failure = toStoreError(error, operation);
           if (!(failure instanceof StoreUnavailableError)) throw failure;
           if (attempt < attempts) continue;
-          if (!background) this.#later(decision, cause);
+          // Reported once per settle; a background retry fails quietly (this was reported).
+          if (!background) {
+            this.#reportFailure(failure, operation);
+            this.#later(decision, cause);
+          }
           throw failure;
         }
         if (!owned) throw this.#lose(operation);
@@ -266,8 +267,16 @@ export class Lease<TPayload = unknown> {
 
   #storeFailed(error: unknown, operation: string): HookgateError {
     const failure = toStoreError(error, operation);
-    this.#host.report('store-unavailable', this.#prepared.event, { error: failure });
+    this.#reportFailure(failure, operation);
     return failure;
+  }
+
+  /** `store-unavailable`, its `reason` the store operation that failed after the claim. */
+  #reportFailure(failure: HookgateError, operation: string): void {
+    this.#host.report('store-unavailable', this.#prepared.event, {
+      reason: operation,
+      error: failure,
+    });
   }
 }
 

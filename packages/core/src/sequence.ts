@@ -39,7 +39,7 @@ export async function advanceSubject(
     else if (state === 'held') await store.release(claimKey, token);
   } catch (error) {
     const failure = toStoreError(error, 'advance');
-    report('store-unavailable', event, { error: failure });
+    report('store-unavailable', event, { reason: 'advance', error: failure });
     // Free the key now rather than after claimTtlMs; a failure here changes nothing more.
     releaseQuietly(options, claimKey, token);
     throw failure;

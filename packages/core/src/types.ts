@@ -132,7 +132,11 @@ export type Decision =
   | 'lease-lost'
   | 'invalid'
   | 'store-unavailable'
-  | 'forgotten';
+  | 'forgotten'
+  | 'unverified'
+  | 'too-large'
+  | 'aborted'
+  | 'misconfigured';
 
 /** A structured record of one decision, for logs, metrics and audits. */
 export interface DecisionEvent {
@@ -150,9 +154,19 @@ export interface DecisionEvent {
   subject?: string;
   /** The provider's event time, epoch milliseconds. */
   occurredAt?: number;
-  /** For `invalid`: why. */
+  /**
+   * For `invalid`: the `InvalidDeliveryError` reason. For `unverified`: `rejected` (verify
+   * resolved `false`), `threw` (it threw; see `error`) or `not-true` (it resolved something
+   * other than a boolean: `verify` must resolve exactly `true`). For `store-unavailable`: the
+   * store operation that failed: `claim` or `advance` (nothing ran: 503), `done` or `release`
+   * (the handler ran; the claim expires after `claimTtlMs`), `extend` (a heartbeat beat or
+   * `claim.extend`), `releaseHold`, `inspect` or `forget`.
+   */
   reason?: string;
-  /** For `released`, `retained`, `lease-lost`, `invalid` and `store-unavailable`: what went wrong. */
+  /**
+   * For `released`, `retained`, `lease-lost`, `invalid`, `store-unavailable`, `misconfigured`
+   * and an `unverified` whose `verify` threw: what went wrong.
+   */
   error?: unknown;
   /** For `done`, `released` and `retained`: milliseconds from the claim to its settlement. */
   durationMs?: number;

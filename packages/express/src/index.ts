@@ -5,13 +5,13 @@
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import {
-  ABORTED,
   admit,
   type BindingOptions,
   bindingOptions,
+  bodyConsumed,
   type Verify as CoreVerify,
   createError,
-  TOO_LARGE,
+  type Gate,
   type WebhookEvent,
 } from '@hookgate/core';
 import { type BodyRead, readBody, settleOnWire } from '@hookgate/core/node';
@@ -65,13 +65,8 @@ export function hookgate<TPayload = unknown>(options: HookgateOptions<TPayload>)
   const resolved = bindingOptions('hookgate/express', options);
 
   async function handle(req: Request, res: Response, next: NextFunction): Promise<void> {
-    const body = await rawBodyOf(req, resolved.limit);
-    const { answer, claim } =
-      body === 'too-large'
-        ? { answer: TOO_LARGE }
-        : body === 'aborted'
-          ? { answer: ABORTED }
-          : await admit(resolved, body, req.headers);
+    const body = await rawBodyOf(req, resolved);
+    const { answer, claim } = await admit(resolved, body, req.headers);
     if (answer !== undefined) {
       res.status(answer.status).set(answer.headers).json(answer.body);
       return;
@@ -92,14 +87,17 @@ const GONE =
   'Mount hookgate() before any body parser, or keep the bytes: express.json({ verify: keepRawBody }) or express.raw()';
 
 /** The exact body bytes, from a parser that kept them or from the request itself. */
-async function rawBodyOf(req: Request, limit: number): Promise<BodyRead> {
+async function rawBodyOf(
+  req: Request,
+  { gate, limit }: { gate: Gate<unknown>; limit: number },
+): Promise<BodyRead> {
   const kept = (req as { rawBody?: unknown }).rawBody ?? req.body;
   if (Buffer.isBuffer(kept) || typeof kept === 'string') {
     const bytes = Buffer.isBuffer(kept) ? kept : Buffer.from(kept);
     return bytes.length > limit ? 'too-large' : bytes;
   }
   if (req.readableDidRead || req.readableEnded || (req as { _body?: boolean })._body === true) {
-    throw createError('@hookgate/express', 'INVALID_OPTIONS', GONE);
+    throw bodyConsumed(gate, '@hookgate/express', GONE);
   }
   return readBody(req, limit);
 }

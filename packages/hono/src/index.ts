@@ -5,14 +5,14 @@
  * @packageDocumentation
  */
 import {
-  ABORTED,
   admit,
   type BindingOptions,
   bindingOptions,
+  bodyConsumed,
   type Verify as CoreVerify,
   createError,
+  type Gate,
   settleFromResponse,
-  TOO_LARGE,
   type WebhookEvent,
 } from '@hookgate/core';
 import type { Context, MiddlewareHandler } from 'hono';
@@ -60,13 +60,8 @@ export function hookgate<TPayload = unknown>(
   const resolved = bindingOptions('hookgate/hono', options);
 
   return async function hookgateMiddleware(c, next) {
-    const body = await rawBodyOf(c, resolved.limit);
-    const { answer, claim } =
-      body === 'too-large'
-        ? { answer: TOO_LARGE }
-        : body === 'aborted'
-          ? { answer: ABORTED }
-          : await admit(resolved, body, c.req.raw.headers);
+    const body = await rawBodyOf(c, resolved);
+    const { answer, claim } = await admit(resolved, body, c.req.raw.headers);
     if (answer !== undefined) {
       return c.json(answer.body, answer.status as ContentfulStatusCode, answer.headers);
     }
@@ -88,7 +83,10 @@ const GONE =
   'Mount hookgate() first, or read the body through c.req (c.req.json(), c.req.text()), which keeps them';
 
 /** The exact body bytes, or why there are none. */
-async function rawBodyOf(c: Context, limit: number): Promise<Uint8Array | 'too-large' | 'aborted'> {
+async function rawBodyOf(
+  c: Context,
+  { gate, limit }: { gate: Gate<unknown>; limit: number },
+): Promise<Uint8Array | 'too-large' | 'aborted'> {
   // HonoRequest caches what was read; its own readers (json, text) keep the text.
   const cache = c.req.bodyCache as Record<string, Promise<unknown> | undefined>;
   let bytes: Uint8Array | undefined;
@@ -97,7 +95,7 @@ async function rawBodyOf(c: Context, limit: number): Promise<Uint8Array | 'too-l
   if (bytes !== undefined) return bytes.byteLength > limit ? 'too-large' : bytes;
   const raw = c.req.raw;
   if (raw.bodyUsed || Object.keys(cache).length > 0)
-    throw createError('@hookgate/hono', 'INVALID_OPTIONS', GONE);
+    throw bodyConsumed(gate, '@hookgate/hono', GONE);
   try {
     return await readLimited(c, raw, limit);
   } catch {

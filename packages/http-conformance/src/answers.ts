@@ -43,25 +43,35 @@ export function answers({ start, makeServer }: SuiteContext): void {
     expect(res.status).toBe(401);
     expect(await res.json()).toEqual({ status: 'unauthorized' });
     expect(h.handled).toHaveLength(0);
-    expect(h.decisions).toHaveLength(0);
+    // Reported, so that a 401 has an answer in the logs; nothing was claimed.
+    expect(h.decisions.map((d) => [d.decision, d.reason])).toEqual([['unverified', 'rejected']]);
+    expect(h.decisions[0]).not.toHaveProperty('key');
     // Nothing was claimed: the genuine delivery is processed.
     expect((await h.post({ id: 'evt_1' })).status).toBe(200);
     expect(h.handled).toHaveLength(1);
   });
 
-  it('a verify that throws, or resolves anything but true, answers 401', async () => {
-    for (const verify of [
-      () => {
-        throw new Error('bad signature');
-      },
-      async () => false,
-      async () => 'yes' as unknown as boolean,
-    ]) {
+  it('a verify that throws, or resolves anything but true, answers 401 and says why in the decision', async () => {
+    const thrown = new Error('bad signature');
+    for (const [verify, reason] of [
+      [
+        () => {
+          throw thrown;
+        },
+        'threw',
+      ],
+      [async () => false, 'rejected'],
+      [async () => ({ id: 'evt_1', type: 'a Stripe event' }) as unknown as boolean, 'not-true'],
+    ] as const) {
       const h = await start({ binding: { verify } });
       const res = await h.post({ id: 'evt_1' });
       expect(res.status).toBe(401);
       expect(await res.text()).not.toContain('bad signature');
-      expect(h.decisions).toHaveLength(0);
+      expect(h.decisions).toHaveLength(1);
+      expect(h.decisions[0]).toMatchObject({ decision: 'unverified', reason });
+      if (reason === 'threw') expect(h.decisions[0]?.error).toBe(thrown);
+      else expect(h.decisions[0]).not.toHaveProperty('error');
+      expect(h.handled).toHaveLength(0);
     }
   });
 

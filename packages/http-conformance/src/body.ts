@@ -29,7 +29,7 @@ export function body({ start, network }: SuiteContext): void {
     const res = await h.post(big);
     expect(res.status).toBe(413);
     expect(await res.json()).toEqual({ status: 'too-large' });
-    expect(h.decisions).toHaveLength(0);
+    expect(h.decisions.map((d) => d.decision)).toEqual(['too-large']);
     expect(h.handled).toHaveLength(0);
   });
 
@@ -47,7 +47,7 @@ export function body({ start, network }: SuiteContext): void {
       duplex: 'half',
     } as RequestInit);
     expect(res.status).toBe(413);
-    expect(h.decisions).toHaveLength(0);
+    expect(h.decisions.map((d) => d.decision)).toEqual(['too-large']);
   });
 
   it('the default limit is 1 MiB', async () => {
@@ -74,7 +74,8 @@ export function body({ start, network }: SuiteContext): void {
     expect(res.status).toBe(500);
     expect(h.errors).toHaveLength(1);
     expect(String((h.errors[0] as Error).message)).toMatch(/raw bytes/);
-    expect(h.decisions).toHaveLength(0);
+    expect(h.decisions.map((d) => d.decision)).toEqual(['misconfigured']);
+    expect(h.decisions[0]?.error).toBe(h.errors[0]);
     expect(h.handled).toHaveLength(0);
   });
 
@@ -98,7 +99,7 @@ export function body({ start, network }: SuiteContext): void {
     // The server sees the connection close; give it time to (wrongly) report something.
     await sleep(200);
     expect(h.errors).toEqual([]);
-    expect(h.decisions).toEqual([]);
+    expect(h.decisions.map((d) => d.decision)).toEqual(['aborted']);
     // And the complete delivery is processed.
     expect((await h.post(text)).status).toBe(200);
     expect(h.handled).toHaveLength(1);

@@ -5,13 +5,13 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import {
-  ABORTED,
   admit,
   type BindingOptions,
   bindingOptions,
+  bodyConsumed,
   type Verify as CoreVerify,
   createError,
-  TOO_LARGE,
+  type Gate,
   type WebhookEvent,
 } from '@hookgate/core';
 import { type BodyRead, readBody, settleOnWire } from '@hookgate/core/node';
@@ -50,13 +50,8 @@ export function hookgate<TPayload = unknown>(
   const resolved = bindingOptions('hookgate/koa', options);
 
   return async function hookgateMiddleware(ctx, next) {
-    const body = await rawBodyOf(ctx, resolved.limit);
-    const { answer, claim } =
-      body === 'too-large'
-        ? { answer: TOO_LARGE }
-        : body === 'aborted'
-          ? { answer: ABORTED }
-          : await admit(resolved, body, ctx.headers);
+    const body = await rawBodyOf(ctx, resolved);
+    const { answer, claim } = await admit(resolved, body, ctx.headers);
     if (answer !== undefined) {
       ctx.status = answer.status;
       ctx.set(answer.headers);
@@ -80,7 +75,10 @@ const GONE =
   'Mount hookgate() before any body parser, or use one that keeps them as ctx.request.rawBody (@koa/bodyparser)';
 
 /** The exact body bytes, from a parser that kept them or from the request itself. */
-async function rawBodyOf(ctx: Context, limit: number): Promise<BodyRead> {
+async function rawBodyOf(
+  ctx: Context,
+  { gate, limit }: { gate: Gate<unknown>; limit: number },
+): Promise<BodyRead> {
   // @koa/bodyparser (and koa-bodyparser) keep the body text as ctx.request.rawBody.
   const kept = (ctx.request as { rawBody?: unknown }).rawBody;
   if (typeof kept === 'string') {
@@ -89,7 +87,6 @@ async function rawBodyOf(ctx: Context, limit: number): Promise<BodyRead> {
   }
   const req = ctx.req;
   // A parser may have set ctx.request.body without reading (a type it skips): only bytes read count.
-  if (req.readableDidRead || req.readableEnded)
-    throw createError('@hookgate/koa', 'INVALID_OPTIONS', GONE);
+  if (req.readableDidRead || req.readableEnded) throw bodyConsumed(gate, '@hookgate/koa', GONE);
   return readBody(req, limit);
 }

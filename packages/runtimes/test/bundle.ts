@@ -5,12 +5,19 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type Metafile } from 'esbuild';
 
-const APP = fileURLToPath(new URL('../src/app.ts', import.meta.url));
+/** The app of each binding: `@hookgate/hono` in a Hono app, `@hookgate/fetch` on its own. */
+export const APPS = {
+  hono: fileURLToPath(new URL('../src/app.ts', import.meta.url)),
+  fetch: fileURLToPath(new URL('../src/fetch.ts', import.meta.url)),
+} as const;
+
+/** Which binding an app is built with. */
+export type Binding = keyof typeof APPS;
 
 /** The app bundled into one ES module, `app.js`, in a fresh temporary directory. */
 export interface Bundle {
   dir: string;
-  /** `dir/app.js`: default-exports the Hono app, a module worker as it is. */
+  /** `dir/app.js`: default-exports the app (an object with `fetch`), a module worker as it is. */
   file: string;
   /** Every Node built-in the bundle would import (kept external so that it can be listed). */
   nodeImports: string[];
@@ -19,11 +26,11 @@ export interface Bundle {
   remove(): void;
 }
 
-/** Bundles src/app.ts for a worker-like runtime: no Node platform, browser-ish conditions. */
-export async function bundleApp(): Promise<Bundle> {
+/** Bundles a binding's app for a worker-like runtime: no Node platform, browser-ish conditions. */
+export async function bundleApp(binding: Binding): Promise<Bundle> {
   const dir = mkdtempSync(join(tmpdir(), 'hookgate-runtimes-'));
   const result = await build({
-    entryPoints: { app: APP },
+    entryPoints: { app: APPS[binding] },
     outdir: dir,
     bundle: true,
     format: 'esm',

@@ -1,7 +1,7 @@
 import { deriveKey } from '@hookgate/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runs, TestEvent } from '../src/app.js';
-import { type Bundle, bundleApp } from './bundle.js';
+import { APPS, type Binding, type Bundle, bundleApp } from './bundle.js';
 
 /** A response, as `fetch` and Miniflare's `dispatchFetch` both give it. */
 export interface Answer {
@@ -35,19 +35,31 @@ const HOLD_MS = 400;
 
 /**
  * The behaviour every runtime must show: duplicates of one event run the handler once, through
- * `@hookgate/hono` and `MemoryStore` bundled for a worker-like platform.
+ * each binding (`@hookgate/hono`, `@hookgate/fetch`) and `MemoryStore` bundled for a
+ * worker-like platform. Each binding's app gets its own bundle and server.
  */
 export function exactlyOnceOn(
   runtime: string,
   serve: (bundle: Bundle) => Promise<Served>,
   expected: Expected,
 ): void {
-  describe(`@hookgate/hono over MemoryStore on ${runtime}`, () => {
+  for (const binding of Object.keys(APPS) as Binding[]) {
+    exactlyOnceWith(binding, runtime, serve, expected);
+  }
+}
+
+function exactlyOnceWith(
+  binding: Binding,
+  runtime: string,
+  serve: (bundle: Bundle) => Promise<Served>,
+  expected: Expected,
+): void {
+  describe(`@hookgate/${binding} over MemoryStore on ${runtime}`, () => {
     let bundle: Bundle | undefined;
     let served: Served | undefined;
 
     beforeAll(async () => {
-      bundle = await bundleApp();
+      bundle = await bundleApp(binding);
       served = await serve(bundle);
     }, 30_000);
 

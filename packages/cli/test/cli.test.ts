@@ -1,0 +1,448 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
+import { createGate, type GateOptions } from '@hookgate/core';
+import { IoRedisStore } from '@hookgate/ioredis';
+import { PostgresStore } from '@hookgate/pg';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { build, hookgate, hookgateOnTerminal } from './binary.js';
+
+// The shared servers; every key and table this file makes carries `run`, and is removed after.
+const REDIS_URL = 'redis://127.0.0.1:6379';
+const POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';
+const run = randomUUID().replaceAll('-', '').slice(0, 12);
+const TABLE = `hookgate_cli_${run}`;
+/** A namespace of this run; `_` in it is a LIKE wildcard that the PostgreSQL stats escape. */
+const ns = (label: string) => `cli_${run}.${label}`;
+/** Another namespace that an unescaped `LIKE 'cli_<run>.<label>:%'` would match too. */
+const lookalike = (label: string) => `clix${run}.${label}`;
+
+const redis = new Redis(REDIS_URL, { lazyConnect: true });
+const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 4 });
+pool.on('error', () => {});
+
+beforeAll(async () => {
+  build();
+  await redis.connect();
+  await new PostgresStore(pool, { table: TABLE }).setup();
+}, 300_000);
+
+afterAll(async () => {
+  for (const pattern of [`cli_${run}.*`, `clix${run}.*`]) {
+    for await (const keys of redis.scanStream({ match: pattern, count: 1000 })) {
+      if ((keys as string[]).length > 0) await redis.del(...(keys as string[]));
+    }
+  }
+  redis.disconnect();
+  await pool.query(`DROP TABLE IF EXISTS "${TABLE}"`);
+  await pool.end();
+});
+
+const stores = [
+  {
+    name: 'Redis',
+    flags: (namespace: string) => ['--redis', REDIS_URL, '--namespace', namespace],
+    store: () => new IoRedisStore(redis),
+  },
+  {
+    name: 'PostgreSQL',
+    flags: (namespace: string) => [
+      '--postgres',
+      POSTGRES_URL,
+      '--namespace',
+      namespace,
+      '--table',
+      TABLE,
+    ],
+    store: () => new PostgresStore(pool, { table: TABLE }),
+  },
+];
+
+/** A payload path for the sequence guard's subject and event time. */
+const SEQUENCE = { sequence: true, subject: 'subject', occurredAt: 'at' } as const;
+
+describe.each(stores)('hookgate over $name', ({ name, flags, store }) => {
+  const gateOf = (namespace: string, options: Partial<GateOptions> = {}) =>
+    createGate({ store: store(), namespace, eventId: 'id', ...options });
+
+  it('inspect shows a claim in flight, then done, by id or key, as text and as JSON', async () => {
+    const namespace = ns('inspect');
+    const gate = gateOf(namespace, { fingerprint: true });
+    const claim = await gate.claim({ payload: { id: 'evt_1', amount: 5 } });
+    expect(claim.acquired).toBe(true);
+    const fingerprint = (await gate.inspect('evt:evt_1')).fingerprint!;
+    expect(fingerprint).toMatch(/^[0-9a-f]{64}$/);
+
+    const text = await hookgate(['inspect', 'evt_1', ...flags(namespace)]);
+    expect(text).toMatchObject({ code: 0, stderr: '' });
+    expect(text.stdout).toMatch(/^key +evt:evt_1$/m);
+    expect(text.stdout).toMatch(
+      new RegExp(`^namespace +${namespace.replaceAll('.', '\\.')}$`, 'm'),
+    );
+    expect(text.stdout).toMatch(/^state +processing$/m);
+    expect(text.stdout).toMatch(/^expires in +4m [0-5]?\ds$/m);
+    expect(text.stdout).toMatch(new RegExp(`^fingerprint +${fingerprint}$`, 'm'));
+
+    const json = await hookgate(['inspect', 'evt:evt_1', '--json', ...flags(namespace)]);
+    expect(json.code).toBe(0);
+    const inFlight = JSON.parse(json.stdout);
+    expect(inFlight).toEqual({
+      key: 'evt:evt_1',
+      state: 'processing',
+      ttlMs: expect.any(Number),
+      fingerprint,
+    });
+    expect(inFlight.ttlMs).toBeGreaterThan(200_000);
+    expect(inFlight.ttlMs).toBeLessThanOrEqual(300_000);
+
+    await claim.done();
+    const done = JSON.parse(
+      (await hookgate(['inspect', 'evt_1', '--json', ...flags(namespace)])).stdout,
+    );
+    expect(done).toMatchObject({ key: 'evt:evt_1', state: 'done', fingerprint });
+    expect(done.ttlMs).toBeGreaterThan(86_000_000);
+    expect(done.ttlMs).toBeLessThanOrEqual(86_400_000);
+    const doneText = await hookgate(['inspect', 'evt_1', ...flags(namespace)]);
+    expect(doneText.stdout).toMatch(/^state +done$/m);
+    expect(doneText.stdout).toMatch(/^expires in +23h 59m [0-5]?\ds$/m);
+  });
+
+  it('an id the gate hashes (too long, or with odd characters) is found by the same hash', async () => {
+    const namespace = ns('hashed');
+    const id = `order ${'x'.repeat(200)}`;
+    const claim = await gateOf(namespace).claim({ payload: { id } });
+    expect(claim.key).toBe(`evt:#${createHash('sha256').update(id).digest('hex')}`);
+    const found = await hookgate(['inspect', id, '--json', ...flags(namespace)]);
+    expect(found.code).toBe(0);
+    expect(JSON.parse(found.stdout)).toMatchObject({ key: claim.key, state: 'processing' });
+  });
+
+  it('inspect of an event without a record says absent and exits 3', async () => {
+    const namespace = ns('absent');
+    const text = await hookgate(['inspect', 'evt_none', ...flags(namespace)]);
+    expect(text.code).toBe(3);
+    expect(text.stdout).toMatch(/^state +absent$/m);
+    expect(text.stdout).not.toMatch(/expires in/);
+    const json = await hookgate(['inspect', 'dig:abc', '--json', ...flags(namespace)]);
+    expect(json.code).toBe(3);
+    expect(JSON.parse(json.stdout)).toEqual({ key: 'dig:abc', state: 'absent' });
+  });
+
+  it('forget --yes deletes a done record, and a redelivery of the event runs again', async () => {
+    const namespace = ns('forget');
+    const gate = gateOf(namespace);
+    let runs = 0;
+    const handler = async () => {
+      runs++;
+    };
+    expect((await gate.run({ payload: { id: 'evt_2' } }, handler)).status).toBe('processed');
+    expect((await gate.run({ payload: { id: 'evt_2' } }, handler)).status).toBe('duplicate');
+
+    const forgot = await hookgate(['forget', 'evt_2', '--yes', ...flags(namespace)]);
+    expect(forgot).toMatchObject({ code: 0, stderr: '' });
+    expect(forgot.stdout).toBe('Forgot evt:evt_2 (was done): a redelivery of it will run again.\n');
+    const after = await hookgate(['inspect', 'evt_2', '--json', ...flags(namespace)]);
+    expect(after.code).toBe(3);
+    expect(JSON.parse(after.stdout).state).toBe('absent');
+
+    expect((await gate.run({ payload: { id: 'evt_2' } }, handler)).status).toBe('processed');
+    expect(runs).toBe(2);
+  });
+
+  it('forget of an event without a record exits 3; --json says what happened', async () => {
+    const namespace = ns('forget-json');
+    const none = await hookgate(['forget', 'evt_none', '--yes', '--json', ...flags(namespace)]);
+    expect(none.code).toBe(3);
+    expect(JSON.parse(none.stdout)).toEqual({ key: 'evt:evt_none', forgotten: false });
+
+    await gateOf(namespace).run({ payload: { id: 'evt_j' } }, async () => {});
+    const forgot = await hookgate(['forget', 'evt:evt_j', '-y', '--json', ...flags(namespace)]);
+    expect(forgot.code).toBe(0);
+    expect(JSON.parse(forgot.stdout)).toEqual({ key: 'evt:evt_j', forgotten: true });
+  });
+
+  it('forgetting a claim in flight warns that a redelivery would run beside it', async () => {
+    const namespace = ns('forget-flight');
+    const claim = await gateOf(namespace).claim({ payload: { id: 'evt_f' } });
+    expect(claim.acquired).toBe(true);
+    const forgot = await hookgate(['forget', 'evt_f', '--yes', ...flags(namespace)]);
+    expect(forgot.code).toBe(0);
+    expect(forgot.stderr).toMatch(/evt:evt_f is in flight: forgetting it lets a redelivery run/);
+    expect(forgot.stdout).toMatch(/^Forgot evt:evt_f \(was processing\)/);
+  });
+
+  it('forget without --yes refuses when stdin is not a terminal (exit 2), and keeps the record', async () => {
+    const namespace = ns('refuse');
+    await gateOf(namespace).run({ payload: { id: 'evt_3' } }, async () => {});
+    const refused = await hookgate(['forget', 'evt_3', ...flags(namespace)], { input: 'y\n' });
+    expect(refused.code).toBe(2);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr).toMatch(/pass --yes when stdin is not a terminal/);
+    const still = await hookgate(['inspect', 'evt_3', '--json', ...flags(namespace)]);
+    expect(JSON.parse(still.stdout).state).toBe('done');
+  });
+
+  it('forget on a terminal asks "Forget <key>? [y/N]", and only a yes forgets', async () => {
+    const namespace = ns('confirm');
+    await gateOf(namespace).run({ payload: { id: 'evt_4' } }, async () => {});
+
+    const declined = await hookgateOnTerminal(['forget', 'evt_4', ...flags(namespace)], 'n\n');
+    expect(declined.code).toBe(0);
+    expect(declined.stdout).toMatch(/evt:evt_4: done, expires in 23h 59m/);
+    expect(declined.stdout).toContain('Forget evt:evt_4? [y/N]');
+    expect(declined.stdout).toContain('Nothing was forgotten.');
+    const kept = await hookgate(['inspect', 'evt_4', '--json', ...flags(namespace)]);
+    expect(JSON.parse(kept.stdout).state).toBe('done');
+
+    const json = await hookgateOnTerminal(
+      ['forget', 'evt_4', '--json', ...flags(namespace)],
+      'no\n',
+    );
+    expect(json.code).toBe(0);
+    expect(json.stdout).toContain('{\r\n  "key": "evt:evt_4",\r\n  "forgotten": false\r\n}');
+
+    const confirmed = await hookgateOnTerminal(['forget', 'evt_4', ...flags(namespace)], 'y\n');
+    expect(confirmed.code).toBe(0);
+    expect(confirmed.stdout).toContain('Forgot evt:evt_4 (was done)');
+    const gone = await hookgate(['inspect', 'evt_4', ...flags(namespace)]);
+    expect(gone.code).toBe(3);
+  });
+
+  it('with the sequence guard the watermark stays: a forgotten older event replays as stale', async () => {
+    const namespace = ns('replay');
+    const gate = gateOf(namespace, SEQUENCE);
+    const older = { payload: { id: 'evt_old', subject: 'grant_1', at: '2026-01-01T00:00:00Z' } };
+    const newer = { payload: { id: 'evt_new', subject: 'grant_1', at: '2026-01-02T00:00:00Z' } };
+    expect((await gate.run(older, async () => {})).status).toBe('processed');
+    expect((await gate.run(newer, async () => {})).status).toBe('processed');
+
+    expect((await hookgate(['forget', 'evt_old', '--yes', ...flags(namespace)])).code).toBe(0);
+    expect((await gate.run(older, async () => {})).status).toBe('stale');
+    // The newest event of the subject, forgotten, runs again.
+    expect((await hookgate(['forget', 'evt_new', '--yes', ...flags(namespace)])).code).toBe(0);
+    expect((await gate.run(newer, async () => {})).status).toBe('processed');
+  });
+
+  it("stats counts the namespace's live records by state, and no other namespace's", async () => {
+    const namespace = ns('stats');
+    const gate = gateOf(namespace, SEQUENCE);
+    const event = (id: string, at: string) => ({ payload: { id, subject: `s_${id}`, at } });
+    await gate.claim(event('evt_p1', '2026-01-01T00:00:00Z'));
+    await gate.claim(event('evt_p2', '2026-01-01T00:00:00Z'));
+    await gate.run(event('evt_d1', '2026-01-01T00:00:00Z'), async () => {});
+    // Two claims in flight, one done: 2 processing, 1 done, 3 watermarks (one per subject).
+    await gateOf(lookalike('stats')).run({ payload: { id: 'evt_other' } }, async () => {});
+    await gateOf(`${namespace}2`).run({ payload: { id: 'evt_other' } }, async () => {});
+    let other = 0;
+    if (name === 'Redis') {
+      await redis.set(`${namespace}:evt:foreign`, 'not hookgate', 'PX', 60_000);
+      await redis.hset(`${namespace}:evt:a-hash`, 'field', 'value');
+      other = 2;
+    }
+
+    const json = await hookgate(['stats', '--json', ...flags(namespace)]);
+    expect(json).toMatchObject({ code: 0, stderr: '' });
+    expect(JSON.parse(json.stdout)).toEqual({
+      namespace,
+      processing: 2,
+      done: 1,
+      watermark: 3,
+      other,
+      total: 6 + other,
+      truncated: false,
+    });
+    const text = await hookgate(['stats', ...flags(namespace)]);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/^processing +2$/m);
+    expect(text.stdout).toMatch(/^done +1$/m);
+    expect(text.stdout).toMatch(/^watermark +3$/m);
+    expect(text.stdout).toMatch(new RegExp(`^other +${other}$`, 'm'));
+    expect(text.stdout).toMatch(new RegExp(`^total +${6 + other}$`, 'm'));
+    expect(text.stdout).not.toMatch(/truncated/);
+  });
+
+  it('an unreachable server is exit 1 with one line on stderr, and no stack', async () => {
+    const url = name === 'Redis' ? 'redis://127.0.0.1:1' : 'postgres://postgres@127.0.0.1:1/test';
+    const where = name === 'Redis' ? 'Redis at 127.0.0.1:1' : 'PostgreSQL at 127.0.0.1:1/test';
+    const flag = name === 'Redis' ? '--redis' : '--postgres';
+    for (const command of [['inspect', 'evt_1'], ['forget', 'evt_1', '--yes'], ['stats']]) {
+      const failed = await hookgate([...command, flag, url]);
+      expect(failed.code).toBe(1);
+      expect(failed.stdout).toBe('');
+      expect(failed.stderr).toMatch(
+        new RegExp(`^hookgate: cannot connect to ${where}: connect ECONNREFUSED .*\\n$`),
+      );
+      expect(failed.ms).toBeLessThan(5_000);
+    }
+  });
+
+  it('an error never prints the password of the URL', async () => {
+    const url =
+      name === 'Redis'
+        ? 'redis://user:s3cret-pw@127.0.0.1:1'
+        : 'postgres://postgres:s3cret-pw@127.0.0.1:1/test';
+    const failed = await hookgate(['stats', name === 'Redis' ? '--redis' : '--postgres', url]);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toMatch(/^hookgate: cannot connect to /);
+    expect(failed.stderr).not.toContain('s3cret-pw');
+  });
+
+  it('a server that accepts but never answers is exit 1 after --timeout, not a hang', async () => {
+    const sockets = new Set<Socket>();
+    const silent: Server = createServer((socket) => sockets.add(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as { port: number };
+    try {
+      const url =
+        name === 'Redis'
+          ? `redis://127.0.0.1:${port}`
+          : `postgres://postgres@127.0.0.1:${port}/test`;
+      const flag = name === 'Redis' ? '--redis' : '--postgres';
+      const failed = await hookgate(['inspect', 'evt_1', flag, url, '--timeout', '300']);
+      expect(failed.code).toBe(1);
+      // pg's own connection timeout, set to the same deadline, may say it first.
+      expect(failed.stderr).toMatch(
+        /^hookgate: cannot connect to .*: (no answer within 300 ms|Connection terminated due to connection timeout)\n$/,
+      );
+      expect(failed.ms).toBeLessThan(5_000);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  });
+});
+
+describe('hookgate over Redis only', () => {
+  it('stats --limit stops reading keys and says the counts are truncated', async () => {
+    const namespace = ns('limit');
+    const gate = createGate({ store: new IoRedisStore(redis), namespace, eventId: 'id' });
+    for (const id of ['a', 'b', 'c', 'd', 'e']) await gate.run({ payload: { id } }, async () => {});
+    const flags = ['--redis', REDIS_URL, '--namespace', namespace];
+
+    const limited = await hookgate(['stats', '--limit', '2', '--json', ...flags]);
+    expect(limited.code).toBe(0);
+    expect(JSON.parse(limited.stdout)).toMatchObject({ done: 2, total: 2, truncated: true });
+    const text = await hookgate(['stats', '--limit', '2', ...flags]);
+    expect(text.stdout).toMatch(/^truncated +yes: the scan stopped at --limit keys$/m);
+
+    const all = await hookgate(['stats', '--json', ...flags]);
+    expect(JSON.parse(all.stdout)).toMatchObject({ done: 5, total: 5, truncated: false });
+  });
+
+  it('a value hookgate did not write is a store error (exit 1), and is left as it is', async () => {
+    const namespace = ns('foreign');
+    await redis.set(`${namespace}:evt:mine`, 'not hookgate', 'PX', 60_000);
+    const flags = ['--redis', REDIS_URL, '--namespace', namespace];
+    for (const command of [['inspect'], ['forget', '--yes']]) {
+      const [verb, ...rest] = command;
+      const failed = await hookgate([verb!, 'evt:mine', ...rest, ...flags]);
+      expect(failed.code).toBe(1);
+      expect(failed.stderr).toMatch(/holds a value hookgate did not write; left as it is\n$/);
+    }
+    expect(await redis.get(`${namespace}:evt:mine`)).toBe('not hookgate');
+  });
+});
+
+describe('hookgate over PostgreSQL only', () => {
+  it('a table that does not exist is a store error (exit 1)', async () => {
+    const table = `hookgate_cli_missing_${run}`;
+    const flags = ['--postgres', POSTGRES_URL, '--table', table];
+    for (const command of [['inspect', 'evt_1'], ['stats']]) {
+      const failed = await hookgate([...command, ...flags]);
+      expect(failed.code).toBe(1);
+      expect(failed.stderr).toMatch(new RegExp(`relation "${table}" does not exist\\n$`));
+    }
+  });
+});
+
+describe('hookgate usage', () => {
+  const unreachable = ['--redis', 'redis://127.0.0.1:1'];
+
+  it('an unknown command is exit 2 with a pointer to the usage', async () => {
+    const unknown = await hookgate(['frobnicate']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toBe(
+      "hookgate: unknown command 'frobnicate' (commands: inspect, forget, stats)\nRun 'hookgate --help' for usage.\n",
+    );
+    const none = await hookgate([]);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/^hookgate: no command given\n/);
+  });
+
+  // Each is refused before any connection: the unreachable URL would otherwise be exit 1.
+  it.each([
+    [['inspect', 'evt_1', ...unreachable, '--bogus'], /Unknown option '--bogus'/],
+    [['inspect', ...unreachable], /inspect takes one <id\|key> \(got 0\)/],
+    [['forget', 'evt_1', ...unreachable], /forget asks for confirmation: pass --yes when stdin/],
+    [['forget', 'a', 'b', '--yes', ...unreachable], /forget takes one <id\|key> \(got 2\)/],
+    [['stats', 'extra', ...unreachable], /stats takes no argument/],
+    [['inspect', 'evt_1'], /give exactly one of --redis <url> and --postgres <url>/],
+    [
+      ['inspect', 'evt_1', ...unreachable, '--postgres', 'postgres://127.0.0.1:1/x'],
+      /give exactly one of/,
+    ],
+    [
+      ['inspect', 'evt_1', '--redis', '127.0.0.1:6379'],
+      /--redis must be a redis:\/\/ or rediss:\/\//,
+    ],
+    [['inspect', 'evt_1', '--postgres', 'redis://x'], /--postgres must be a postgres:\/\/ or/],
+    [
+      ['inspect', 'evt_1', ...unreachable, '--timeout', '5s'],
+      /--timeout must be a positive integer/,
+    ],
+    [['inspect', 'evt_1', ...unreachable, '--namespace', 'a:b'], /option `namespace` must be/],
+    [['inspect', 'evt_1', ...unreachable, '--table', 't'], /--table goes with --postgres only/],
+    [
+      ['stats', '--postgres', 'postgres://127.0.0.1:1/x', '--limit', '5'],
+      /--limit goes with --redis/,
+    ],
+    [['stats', ...unreachable, '--limit', '0'], /--limit must be a positive integer/],
+  ])('%j is a usage error (exit 2)', async (args, message) => {
+    const refused = await hookgate(args);
+    expect(refused.code).toBe(2);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr).toMatch(message);
+    expect(refused.stderr).toMatch(
+      /\nRun 'hookgate (inspect |forget |stats )?--help' for usage\.\n$/,
+    );
+  });
+
+  it('a key with nothing after evt: is a usage error (exit 2), found once connected', async () => {
+    const refused = await hookgate(['inspect', 'evt:', '--redis', REDIS_URL]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/must be an event key as Outcome.key gives it/);
+  });
+
+  it('--help prints the usage of the binary and of each command, and exits 0', async () => {
+    const top = await hookgate(['--help']);
+    expect(top.code).toBe(0);
+    expect(top.stdout).toMatch(/^hookgate: /);
+    expect(top.stdout).toContain('hookgate inspect <id|key> (--redis <url> | --postgres <url>)');
+    expect(top.stdout).toContain('3  no record of the event');
+    expect((await hookgate(['help'])).stdout).toBe(top.stdout);
+    for (const command of ['inspect', 'forget', 'stats']) {
+      const help = await hookgate([command, '--help']);
+      expect(help.code).toBe(0);
+      expect(help.stdout).toMatch(new RegExp(`^Usage: hookgate ${command} `));
+      expect(help.stdout).toContain('--namespace <ns>');
+      expect((await hookgate([command, '-h'])).stdout).toBe(help.stdout);
+      expect((await hookgate(['help', command])).stdout).toBe(help.stdout);
+    }
+    const inspect = await hookgate(['inspect', '--help']);
+    expect(inspect.stdout).toContain('evt:… or dig:…), or else a\nprovider');
+    const forget = await hookgate(['forget', '--help']);
+    expect(forget.stdout).toContain('-y, --yes');
+    const stats = await hookgate(['stats', '--help']);
+    expect(stats.stdout).toContain('SCAN MATCH <namespace>:* COUNT 1000');
+  });
+
+  it('--version prints the package version', async () => {
+    const { version } = JSON.parse(
+      readFileSync(new URL('../package.json', import.meta.url), 'utf8'),
+    ) as { version: string };
+    const printed = await hookgate(['--version']);
+    expect(printed).toMatchObject({ code: 0, stdout: `${version}\n`, stderr: '' });
+  });
+});

@@ -1,0 +1,202 @@
+/**
+ * Fastify plugin for hookgate: raw body, verify, claim, hand on, settle from the response.
+ *
+ * @packageDocumentation
+ */
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import {
+  type Answer,
+  admit,
+  type BindingOptions,
+  bindingOptions,
+  bodyConsumed,
+  type Verify as CoreVerify,
+  createError,
+  type Gate,
+  type WebhookEvent,
+} from '@hookgate/core';
+import { type BodyRead, readBody, settleOnWire, type WireWatch } from '@hookgate/core/node';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The webhook event, set by the `hookgate` plugin on the routes of the scope it guards. */
+    webhook?: WebhookEvent;
+  }
+}
+
+/** A request on a route guarded by `hookgate`: `request.webhook` is set, with a typed payload. */
+export type WebhookRequest<TPayload = unknown> = FastifyRequest & {
+  /** The webhook event: key, source, parsed payload, subject and event time when known. */
+  webhook: WebhookEvent<TPayload>;
+};
+
+/** Checks a delivery's signature over the exact body bytes; `true` accepts. */
+export type Verify = CoreVerify<Buffer, IncomingHttpHeaders>;
+
+/** Options of {@link hookgate}: see {@link BindingOptions} for each field and its default. */
+export type HookgateOptions<TPayload = unknown> = BindingOptions<
+  TPayload,
+  Buffer,
+  IncomingHttpHeaders
+>;
+
+/**
+ * What the plugin uses of the scope that registers it. Typed by member names only, so that the
+ * one declaration of {@link hookgate} fits `register()` of a Fastify 4 instance and of a Fastify
+ * 5 one (their instance types differ, and a project may have either).
+ */
+export interface FastifyScope {
+  /** Adds the scope's raw-body parser. */
+  addContentTypeParser: unknown;
+  /** Adds the scope's `preHandler` and `onRoute` hooks. */
+  addHook: unknown;
+  /** Declares `request.webhook`. */
+  decorateRequest: unknown;
+  /** Tells a second registration in the same scope. */
+  hasRequestDecorator: unknown;
+  /** Takes the scope's own parsers out (the webhook routes read every body as bytes). */
+  removeAllContentTypeParsers: unknown;
+}
+
+/**
+ * The type of {@link hookgate}: an async Fastify plugin whose options are
+ * {@link HookgateOptions}, so `register(hookgate, { ... })` checks them (and types `verify`'s
+ * arguments) on Fastify 4 and 5 alike.
+ */
+export type HookgatePlugin = (scope: FastifyScope, options: HookgateOptions) => Promise<void>;
+
+/**
+ * A Fastify plugin (Fastify 4 and 5) that guards every route of the scope that registers it.
+ * In that scope it replaces the content-type parsers with one that keeps any body as its exact
+ * bytes (`request.body` is a `Buffer`), then, before each handler, runs `verify`, claims the
+ * delivery and answers duplicates (200), stale events (200), deliveries in flight (409),
+ * invalid ones (400), payload conflicts (422), bodies over `limit` (413) and store failures
+ * (503) itself. A new event reaches the handler as `request.webhook`; the claim is settled on
+ * the status the response puts on the wire: done on a 2xx, released otherwise (a thrown error
+ * becomes the error handler's answer, which releases it). Routes outside the scope keep their
+ * own body parsing.
+ *
+ * Like a `fastify-plugin` plugin it is not encapsulated itself (its parser and hooks belong to
+ * the registering scope), so register it inside a scope of its own, not on the root instance.
+ *
+ * @example
+ * app.register(async (scope) => {
+ *   await scope.register(hookgate, { gate, verify });
+ *   scope.post('/webhooks/stripe', async (request, reply) => { ...; return reply.code(204).send(); });
+ * });
+ */
+export const hookgate: HookgatePlugin = plugin as unknown as HookgatePlugin;
+
+async function plugin(instance: FastifyInstance, options: HookgateOptions): Promise<void> {
+  const resolved = bindingOptions('hookgate/fastify', options);
+  const { limit } = resolved;
+
+  if (instance.hasRequestDecorator('webhook')) {
+    throw createError('@hookgate/fastify', 'INVALID_OPTIONS', TWICE);
+  }
+  instance.decorateRequest('webhook', undefined);
+
+  // Every body of this scope, whatever its content type, as exact bytes (or why there are none).
+  instance.removeAllContentTypeParsers();
+  instance.addContentTypeParser(
+    '*',
+    function hookgateBody(_request: FastifyRequest, payload: IncomingMessage) {
+      return readBody(payload, limit).then(unread);
+    },
+  );
+
+  instance.addHook('preHandler', async function hookgatePreHandler(request, reply) {
+    const body = rawBodyOf(request, resolved);
+    const { answer, claim } = await admit(resolved, body, request.headers);
+    if (answer !== undefined) return send(reply, answer);
+    request.webhook = claim.event;
+    // Fastify writes every answer (its error handler's too) through res.writeHead.
+    watches.set(request, settleOnWire(reply.raw, claim));
+  });
+
+  // When the client is gone before the handler answers, Fastify sends nothing for an async
+  // handler that resolves without calling reply.send(): the handler's end is then the only sign
+  // it is done. A handler that answers later through reply.send() is seen on the wire instead.
+  instance.addHook('onRoute', (route) => {
+    const handler = route.handler;
+    route.handler = function hookgateHandler(this: FastifyInstance, request, reply) {
+      const wire = watches.get(request);
+      let result: unknown;
+      try {
+        result = handler.call(this, request, reply);
+      } catch (error) {
+        wire?.appDone(500, error);
+        throw error;
+      }
+      if (wire !== undefined && isPromiseLike(result)) {
+        result.then(
+          () => wire.appDone(reply.statusCode),
+          (error: unknown) => wire.appDone(500, error),
+        );
+      } else if (wire !== undefined && reply.sent) {
+        wire.appDone(reply.statusCode);
+      }
+      return result;
+    };
+  });
+}
+
+/** The settlement watch of each request that holds a claim. */
+const watches = new WeakMap<FastifyRequest, WireWatch>();
+
+const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
+  typeof (value as PromiseLike<unknown> | undefined)?.then === 'function';
+
+// Not encapsulated (what `fastify-plugin` sets), so that the parser and the hook apply to the
+// routes of the scope that registers the plugin; checked against Fastify's version on register.
+Object.defineProperties(plugin, {
+  [Symbol.for('skip-override')]: { value: true },
+  [Symbol.for('fastify.display-name')]: { value: '@hookgate/fastify' },
+  [Symbol.for('plugin-meta')]: { value: { name: '@hookgate/fastify', fastify: '4.x || 5.x' } },
+});
+
+/** What the parser leaves in `request.body` when there are no bytes to hand on. */
+const UNREAD = {
+  'too-large': Object.freeze({ hookgate: 'too-large' }),
+  aborted: Object.freeze({ hookgate: 'aborted' }),
+} as const;
+
+function unread(read: BodyRead): Buffer | (typeof UNREAD)[keyof typeof UNREAD] {
+  return typeof read === 'string' ? UNREAD[read] : read;
+}
+
+function send(reply: FastifyReply, { status, headers, body }: Answer): FastifyReply {
+  return reply.code(status).headers(headers).send(body);
+}
+
+const EMPTY = Buffer.alloc(0);
+
+const TWICE =
+  'the plugin is already registered in this scope or an enclosing one (or request.webhook is decorated by another plugin): ' +
+  'register it once per webhook scope';
+
+const GONE =
+  'another content-type parser consumed the request body and kept no raw bytes for hookgate. ' +
+  'Register no parser in the webhook scope after hookgate, or keep the bytes (a Buffer request.body, or request.rawBody)';
+
+/** The exact body bytes: from hookgate's parser, from a parser that kept them, or none. */
+function rawBodyOf(
+  request: FastifyRequest,
+  { gate, limit }: { gate: Gate<unknown>; limit: number },
+): BodyRead {
+  const { body } = request;
+  if (Buffer.isBuffer(body)) return body.length > limit ? 'too-large' : body;
+  if (body === UNREAD['too-large']) return 'too-large';
+  if (body === UNREAD.aborted) return 'aborted';
+  // A parser the app added to the scope after hookgate's: fastify-raw-body and hand-written
+  // ones keep the bytes as request.rawBody; a `parseAs: 'string'` one leaves the text.
+  const kept = (request as { rawBody?: unknown }).rawBody ?? body;
+  if (Buffer.isBuffer(kept) || typeof kept === 'string') {
+    const bytes = Buffer.isBuffer(kept) ? kept : Buffer.from(kept);
+    return bytes.length > limit ? 'too-large' : bytes;
+  }
+  // No parser ran: a method without a body, or an empty body without a content type.
+  if (body === undefined || body === null) return EMPTY;
+  throw bodyConsumed(gate, '@hookgate/fastify', GONE);
+}

@@ -1,0 +1,195 @@
+import { createGate, type DecisionEvent } from '@hookgate/core';
+import { MemoryStore } from '@hookgate/memory';
+import type { FastifyInstance } from 'fastify';
+import fastify4 from 'fastify4';
+import fastify5 from 'fastify5';
+import { afterEach, describe, expect, it } from 'vitest';
+import { hookgate } from '../src/index.js';
+
+/** Either major's factory, as the tests use it (their instances differ only in types). */
+type Factory = (options?: { forceCloseConnections?: boolean }) => FastifyInstance;
+const majors = [
+  ['fastify 4', fastify4 as unknown as Factory],
+  ['fastify 5', fastify5 as unknown as Factory],
+] as const;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+function gateWith(decisions: string[] = []) {
+  return createGate({
+    store: new MemoryStore(),
+    eventId: 'id',
+    onDecision: (event: DecisionEvent) => decisions.push(event.decision),
+  });
+}
+
+const json = (body: unknown) => ({
+  method: 'POST',
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify(body),
+});
+
+for (const [name, fastify] of majors) {
+  describe(name, () => {
+    let app: FastifyInstance;
+    let url: string;
+    afterEach(() => app.close());
+
+    async function start(build: (app: FastifyInstance) => unknown): Promise<void> {
+      app = fastify({ forceCloseConnections: true });
+      await build(app);
+      await app.listen({ port: 0, host: '127.0.0.1' });
+      const address = app.server.address();
+      url = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`;
+    }
+
+    it('guards only the routes of the scope that registers it; other routes keep their own body parsing', async () => {
+      const stripe = gateWith();
+      const github = gateWith();
+      await start((app) => {
+        app.post('/api/orders', async (request) => ({ body: request.body }));
+        app.register(async (scope) => {
+          await scope.register(hookgate, { gate: stripe, verify: false });
+          scope.post('/webhooks/stripe', async (request) => ({
+            raw: Buffer.isBuffer(request.body) ? request.body.toString() : null,
+            key: request.webhook?.key,
+          }));
+        });
+        // A sibling scope has its own registration, with its own gate.
+        app.register(async (scope) => {
+          await scope.register(hookgate, { gate: github, verify: false });
+          scope.post('/webhooks/github', async (request) => ({ key: request.webhook?.key }));
+        });
+        app.register(async (scope) => {
+          scope.post('/other', async (request) => ({
+            body: request.body,
+            webhook: request.webhook ?? null,
+          }));
+        });
+      });
+
+      // Outside the webhook scopes: Fastify's JSON parser, no webhook, no claim.
+      for (const path of ['/api/orders', '/other', '/api/orders']) {
+        const res = await fetch(`${url}${path}`, json({ id: 'evt_1', n: 1 }));
+        expect(res.status).toBe(200);
+        expect(await res.json()).toMatchObject({ body: { id: 'evt_1', n: 1 } });
+      }
+      const other = await fetch(`${url}/other`, json({ id: 'evt_1' }));
+      expect(((await other.json()) as { webhook: unknown }).webhook).toBeNull();
+
+      // Inside: the exact bytes as request.body, and the event as request.webhook.
+      const text = '{ "id" : "evt_1" }';
+      const res = await fetch(`${url}/webhooks/stripe`, { ...json(null), body: text });
+      expect(await res.json()).toEqual({ raw: text, key: 'evt:evt_1' });
+      expect(await (await fetch(`${url}/webhooks/stripe`, json({ id: 'evt_1' }))).json()).toEqual({
+        status: 'duplicate',
+      });
+      // The sibling scope claims on its own gate: the same id is new there.
+      const gh = await fetch(`${url}/webhooks/github`, json({ id: 'evt_1' }));
+      expect(await gh.json()).toEqual({ key: 'evt:evt_1' });
+    });
+
+    it('reads any content type as bytes inside the scope, also a body without one', async () => {
+      await start((app) =>
+        app.register(async (scope) => {
+          await scope.register(hookgate, { gate: gateWith(), verify: false });
+          scope.post('/webhook', async (request) => ({
+            id: (request.webhook!.payload as { id: string }).id,
+          }));
+        }),
+      );
+      const form = await fetch(`${url}/webhook`, {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain' },
+        body: '{"id":"evt_text"}',
+      });
+      expect(await form.json()).toEqual({ id: 'evt_text' });
+      const bare = await fetch(`${url}/webhook`, {
+        method: 'POST',
+        body: new Uint8Array(Buffer.from('{"id":"evt_bin"}')),
+      });
+      expect(await bare.json()).toEqual({ id: 'evt_bin' });
+    });
+
+    it('refuses a second registration in the same scope or a nested one, when the app starts', async () => {
+      const gate = gateWith();
+      const twice = fastify();
+      twice.register(async (scope) => {
+        await scope.register(hookgate, { gate, verify: false });
+        await scope.register(hookgate, { gate, verify: false });
+      });
+      await expect(twice.ready()).rejects.toThrow(/already registered/);
+      const nested = fastify();
+      nested.register(async (scope) => {
+        await scope.register(hookgate, { gate, verify: false });
+        scope.register(async (inner) => {
+          await inner.register(hookgate, { gate, verify: false });
+        });
+      });
+      await expect(nested.ready()).rejects.toThrow(/already registered/);
+      await twice.close();
+      await nested.close();
+      app = fastify();
+    });
+
+    it('refuses wrong options when the app starts, naming the option', async () => {
+      const gate = gateWith();
+      app = fastify();
+      app.register(async (scope) => {
+        await scope.register(hookgate, { gate } as never);
+      });
+      await expect(app.ready()).rejects.toThrow(/verify/);
+    });
+
+    it('settles a claim whose handler resolves without sending after the client left', async () => {
+      // Fastify sends nothing for such a handler once the request is aborted: the end of the
+      // handler is then the only sign it is done, and its status (200 here) decides.
+      const decisions: string[] = [];
+      let open!: () => void;
+      const held = new Promise<void>((resolve) => {
+        open = resolve;
+      });
+      let failing = true;
+      await start((app) =>
+        app.register(async (scope) => {
+          await scope.register(hookgate, { gate: gateWith(decisions), verify: false });
+          scope.post('/undefined', async () => {
+            await held;
+          });
+          scope.post('/value', async () => {
+            await held;
+            return { ok: true };
+          });
+          scope.post('/throws', async () => {
+            await held;
+            if (failing) throw new Error('database is down');
+            return { ok: true };
+          });
+        }),
+      );
+      for (const path of ['/undefined', '/value', '/throws']) {
+        const client = new AbortController();
+        const sent = fetch(`${url}${path}`, { ...json({ id: path }), signal: client.signal }).catch(
+          (e) => e,
+        );
+        await sleep(50);
+        client.abort();
+        expect(await sent).toBeInstanceOf(Error);
+      }
+      await sleep(30);
+      open();
+      for (let waited = 0; decisions.length < 6 && waited < 2_000; waited += 10) await sleep(10);
+      expect(decisions.filter((d) => d === 'new')).toHaveLength(3);
+      expect(decisions.filter((d) => d === 'done')).toHaveLength(2);
+      expect(decisions.filter((d) => d === 'released')).toHaveLength(1);
+      // The failed one runs again on redelivery; the others are duplicates.
+      failing = false;
+      expect(await (await fetch(`${url}/value`, json({ id: '/value' }))).json()).toEqual({
+        status: 'duplicate',
+      });
+      expect(await (await fetch(`${url}/throws`, json({ id: '/throws' }))).json()).toEqual({
+        ok: true,
+      });
+    });
+  });
+}
