@@ -4,7 +4,7 @@
  *
  *   pnpm bench                     the full run (about two minutes)
  *   pnpm bench --quick             shorter rounds, for a smoke test (HOOKGATE_BENCH_QUICK=1 too)
- *   pnpm bench --only=redis,http   some sections: memory, keys, redis, postgres, http, fetch
+ *   pnpm bench --only=redis,http   some sections: memory, keys, redis, postgres, http, fetch, otel
  *
  * The postgres section uses the shared PostgreSQL on 127.0.0.1:5432 (database `test`), in
  * tables of its own that it drops.
@@ -16,6 +16,7 @@ import { httpBench } from './src/http.js';
 import { keysBench } from './src/keys.js';
 import type { Plan, Row } from './src/measure.js';
 import { memoryBench } from './src/memory.js';
+import { otelBench } from './src/otel.js';
 import { postgresBench } from './src/postgres.js';
 import { redisBench } from './src/redis.js';
 import { formatTable } from './src/table.js';
@@ -51,6 +52,7 @@ try {
   if (wanted('postgres')) rows.push(...(await postgresBench(plans.redis)));
   if (redis && wanted('http')) rows.push(...(await httpBench(redis, plans.http)));
   if (wanted('fetch')) rows.push(...(await fetchBench(plans.micro)));
+  if (wanted('otel')) rows.push(...(await otelBench(plans.micro)));
 } finally {
   const version = redis ? (await redis.info('server'))['redis_version'] : undefined;
   await redis?.dispose();

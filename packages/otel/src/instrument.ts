@@ -1,0 +1,35 @@
+import type { DecisionEvent, GateOptions } from '@hookgate/core';
+import { decisionRecorder } from './decisions.js';
+import { instrumentsOf, type TelemetryOptions, tracingOf } from './instruments.js';
+import { instrumentStore } from './store.js';
+
+/**
+ * Gate options that record OpenTelemetry metrics: the same options, with an `onDecision` that
+ * records every decision ({@link decisionRecorder}) before it calls yours, and the store
+ * wrapped by {@link instrumentStore}. Pass the result to `createGate`, and the gate to
+ * {@link instrumentGate} for a span per `gate.run`.
+ *
+ * @example
+ * const gate = instrumentGate(createGate(instrument({ store, provider: providers.stripe })));
+ * @throws HookgateError `INVALID_OPTIONS` when `options.store` is not a `ClaimStore`.
+ */
+export function instrument(options: GateOptions, telemetry: TelemetryOptions = {}): GateOptions {
+  const store = instrumentStore(options.store, telemetry);
+  // With no SDK behind either provider, the gate keeps its own hook: a gate with a hook builds
+  // a record of every decision, which is most of what instrumenting would cost. (A meter taken
+  // from the API's no-op stays one; spans then take their attributes from what `run` returns.)
+  if (instrumentsOf(telemetry.meterProvider).noop && tracingOf(telemetry.tracerProvider).off()) {
+    return { ...options, store };
+  }
+  const record = decisionRecorder(telemetry);
+  const own = options.onDecision;
+  // A hook that is not a function is left for `createGate` to refuse, naming it.
+  const onDecision =
+    typeof own === 'function'
+      ? (event: DecisionEvent) => {
+          record(event);
+          own(event);
+        }
+      : (own ?? record);
+  return { ...options, store, onDecision };
+}
