@@ -10,7 +10,6 @@ import {
   bindingOptions,
   bodyConsumed,
   type Verify as CoreVerify,
-  createError,
   type Gate,
   type WebhookEvent,
 } from '@hookgate/core';
