@@ -14,7 +14,7 @@ interface Pending {
  * All operations get the same timeout, so deadlines arrive in the order operations start: the
  * pending ones form a list in that order, each unlinked when answered, and the sweep rejects
  * from its oldest end and stops at the first one still in time. An operation is rejected
- * between `timeoutMs` and `timeoutMs` plus one tick (a tenth of the timeout, at most 200 ms)
+ * between `timeoutMs` and `timeoutMs` plus one tick (a tenth of the timeout, between 5 ms and 200 ms)
  * after it started. The timer is `unref`ed and stops when nothing has been pending for a tick.
  *
  * A linked list rather than a `Set`: adding and deleting an entry per command in a hash set

@@ -57,9 +57,20 @@ export class HookgateError extends Error {
  */
 export class StoreUnavailableError extends HookgateError {
   protected static override readonly matches = ErrorCode.STORE_UNAVAILABLE;
-  constructor(message: string, options?: { cause?: unknown }) {
+  /**
+   * `foreign-value` when the key holds a value hookgate did not write (another application
+   * writing under the namespace): every delivery of that event fails the same way until the
+   * value is removed or expires. `unavailable` for everything else (unreachable, failed, timed
+   * out).
+   */
+  readonly reason: 'unavailable' | 'foreign-value';
+  constructor(
+    message: string,
+    options?: { cause?: unknown; reason?: 'unavailable' | 'foreign-value' },
+  ) {
     super(ErrorCode.STORE_UNAVAILABLE, message, options);
     this.name = 'StoreUnavailableError';
+    this.reason = options?.reason ?? 'unavailable';
   }
 }
 
@@ -195,9 +206,9 @@ export function foreignValueError(
   operation: string,
   key: string,
 ): StoreUnavailableError {
-  return unavailable(
-    owner,
-    `${operation}: key ${key} holds a value hookgate did not write; left as it is`,
+  return new StoreUnavailableError(
+    `${owner}: ${operation}: key ${key} holds a value hookgate did not write; left as it is`,
+    { reason: 'foreign-value' },
   );
 }
 

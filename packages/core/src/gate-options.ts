@@ -1,6 +1,6 @@
 import { invalidOption } from './errors.js';
 import { compileKeyOptions, type KeyDeriver } from './key.js';
-import type { Preset } from './providers.js';
+import { checkPresetFields, type Preset } from './providers.js';
 import { type CompiledSelector, compileSelector } from './select.js';
 import type { ClaimStore } from './store.js';
 import type { DecisionEvent, Selector } from './types.js';
@@ -161,6 +161,11 @@ export function resolveGateOptions(options: GateOptions): ResolvedGateOptions {
   if (typeof options !== 'object' || options === null)
     invalidOption('options', 'must be an object');
   const { store, provider } = options;
+  if (provider !== undefined) {
+    if (typeof provider !== 'object' || provider === null)
+      invalidOption('provider', 'must be a preset');
+    checkPresetFields(provider);
+  }
   for (const method of STORE_METHODS) {
     if (typeof store?.[method] !== 'function')
       invalidOption('store', `must be a ClaimStore (no ${method}())`);

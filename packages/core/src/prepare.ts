@@ -2,6 +2,7 @@ import type { Report } from './decisions.js';
 import { InvalidDeliveryError } from './errors.js';
 import type { ResolvedGateOptions } from './gate-options.js';
 import { digestOf, idString, keyOf, payloadOf, plainOrHashed, unreadable } from './key.js';
+import type { CompiledSelector } from './select.js';
 import { parseTimestamp } from './time.js';
 import type { Delivery, WebhookEvent } from './types.js';
 
@@ -41,12 +42,15 @@ export function prepareDelivery<TPayload>(
     event = { key, source, payload: payload as TPayload };
     // A digest key is the payload's fingerprint already.
     if (options.fingerprint && source === 'event-id') fingerprint = digestOf(payload);
+    // Without the sequence guard, subject and time only inform the decision events: a
+    // selector that throws leaves them out rather than refuse the delivery.
+    const needed = options.sequence !== undefined;
     if (options.subject !== undefined) {
-      const subject = idString(options.subject(payload, delivery));
+      const subject = idString(select(options.subject, payload, delivery, needed));
       if (subject !== undefined) event.subject = subject;
     }
     if (options.occurredAt !== undefined) {
-      const raw = options.occurredAt(payload, delivery);
+      const raw = select(options.occurredAt, payload, delivery, needed);
       const occurredAt = parseTimestamp(raw);
       if (occurredAt !== undefined) event.occurredAt = occurredAt;
       else if (options.sequence !== undefined) {
@@ -89,6 +93,21 @@ export function prepareDelivery<TPayload>(
     subjectKey,
     fingerprint,
   };
+}
+
+/** Run a selector; when its field is not `needed`, a throw reads as no value. */
+function select(
+  selector: CompiledSelector,
+  payload: unknown,
+  delivery: Delivery,
+  needed: boolean,
+): unknown {
+  try {
+    return selector(payload, delivery);
+  } catch (error) {
+    if (needed) throw error;
+    return undefined;
+  }
 }
 
 /** Report an invalid delivery; any other error passes through as it is. */

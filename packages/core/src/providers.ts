@@ -38,6 +38,29 @@ export interface Preset {
   readonly split?: (payload: unknown) => readonly unknown[];
 }
 
+/** The fields a preset may have: a gate option outside them is refused, not silently ignored. */
+const PRESET_FIELDS = new Set([
+  'name',
+  'eventId',
+  'subject',
+  'occurredAt',
+  'doneTtlMs',
+  'digestFallback',
+  'fingerprint',
+  'split',
+]);
+
+/** @internal Refuse a field a preset does not have (a gate option put in a preset would be ignored). */
+export function checkPresetFields(preset: object): void {
+  const unknown = Object.keys(preset).find((field) => !PRESET_FIELDS.has(field));
+  if (unknown !== undefined) {
+    invalidOption(
+      `provider.${unknown}`,
+      `is not a preset field (a preset has ${[...PRESET_FIELDS].join(', ')}); set other options on the gate`,
+    );
+  }
+}
+
 /**
  * Define a provider preset, checked the way the built-in ones are: a wrong field throws a
  * `HookgateError` with code `INVALID_OPTIONS` here, not on the first delivery. The result is
@@ -57,6 +80,7 @@ export function definePreset<const P extends Preset>(preset: P): Readonly<P> {
   if (typeof preset.name !== 'string' || preset.name.trim() === '') {
     invalidOption('provider.name', 'must be a non-empty string');
   }
+  checkPresetFields(preset);
   const { eventId, subject, occurredAt, doneTtlMs, digestFallback } = preset;
   if (eventId !== undefined) {
     const selectors: readonly Selector[] = Array.isArray(eventId) ? eventId : [eventId as Selector];

@@ -17,7 +17,8 @@ export interface Delivery {
 
 /**
  * Where to read a field of a delivery: a dotted payload path (`'data.object.id'`), a header
- * (`{ header: 'X-Event-Id' }`, case-insensitive), or a function of the delivery.
+ * (`{ header: 'X-Event-Id' }`, case-insensitive), or a function of the delivery (its `payload`
+ * parsed from `rawBody` when only the bytes were given).
  */
 export type Selector =
   | string

@@ -44,9 +44,15 @@ describe('createError', () => {
       /^MyStore: done got no answer in time \(after 50 ms\); .*outcome is unknown$/,
     );
     expect(storeError('X', 'claim', failed)).toBe(failed);
-    expect(foreignValueError('MyStore', 'claim', 'hookgate:evt:1').message).toBe(
+    const foreign = foreignValueError('MyStore', 'claim', 'hookgate:evt:1');
+    expect(foreign.message).toBe(
       'MyStore: claim: key hookgate:evt:1 holds a value hookgate did not write; left as it is',
     );
+    // Named, so that an alert can tell it from an outage: it does not heal by itself.
+    expect(foreign).toBeInstanceOf(StoreUnavailableError);
+    expect(foreign.reason).toBe('foreign-value');
+    expect(failed.reason).toBe('unavailable');
+    expect(timedOut.reason).toBe('unavailable');
   });
 
   it('is what the gate, a store and an option check throw', async () => {

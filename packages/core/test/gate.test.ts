@@ -544,3 +544,52 @@ describe('a store that fails after the handler ran', () => {
     expect((await gate.run({ payload: { id: 'e1' } }, () => 'again')).status).toBe('duplicate');
   });
 });
+
+describe('selector functions', () => {
+  it('see the payload parsed when only rawBody is given', async () => {
+    const seen: unknown[] = [];
+    const gate = createGate({
+      store: new MemoryStore(),
+      eventId: (delivery) => {
+        seen.push(delivery.payload);
+        return (delivery.payload as { id: string }).id;
+      },
+    });
+    const outcome = await gate.run({ rawBody: '{"id":"evt_raw"}' }, () => 1);
+    expect(outcome.key).toBe('evt:evt_raw');
+    expect(seen).toEqual([{ id: 'evt_raw' }]);
+  });
+
+  it('a subject or time selector that throws only informs: refused with the guard, left out without', async () => {
+    const boom = () => {
+      throw new Error('no such field');
+    };
+    const decisions: DecisionEvent[] = [];
+    const informative = createGate({
+      store: new MemoryStore(),
+      eventId: 'id',
+      subject: boom,
+      occurredAt: boom,
+      onDecision: (d) => decisions.push(d),
+    });
+    expect((await informative.run({ payload: { id: 'e1' } }, () => 1)).status).toBe('processed');
+    expect(decisions[0]).not.toHaveProperty('subject');
+    expect(decisions[0]).not.toHaveProperty('occurredAt');
+
+    const guarded = (options: Partial<GateOptions>) =>
+      createGate({
+        store: new MemoryStore(),
+        eventId: 'id',
+        subject: 'sub',
+        occurredAt: 'at',
+        sequence: true,
+        ...options,
+      });
+    await expect(
+      guarded({ subject: boom }).run({ payload: { id: 'e1', at: 1 } }, () => 1),
+    ).rejects.toMatchObject({ reason: 'missing-subject' });
+    await expect(
+      guarded({ occurredAt: boom }).run({ payload: { id: 'e1', sub: 's' } }, () => 1),
+    ).rejects.toMatchObject({ reason: 'bad-timestamp' });
+  });
+});

@@ -544,6 +544,18 @@ describe('provider details', () => {
 });
 
 describe('definePreset', () => {
+  it('refuses a field a preset does not have, as definePreset and as a plain provider object', () => {
+    const withGateOption = { name: 'acme', eventId: 'id', claimTtlMs: 1_000 };
+    expect(() => definePreset(withGateOption as never)).toThrow(
+      /provider\.claimTtlMs.*is not a preset field/,
+    );
+    expect(() =>
+      createGate({ store: new MemoryStore(), provider: withGateOption as never }),
+    ).toThrow(/provider\.claimTtlMs/);
+    // Spread into the gate's options, the same fields are gate options and apply.
+    expect(() => createGate({ store: new MemoryStore(), ...withGateOption })).not.toThrow();
+  });
+
   it('defines a custom preset the gate uses like a built-in one', async () => {
     const acme = definePreset({
       name: 'acme',

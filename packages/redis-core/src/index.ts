@@ -75,7 +75,7 @@ export interface RedisStoreOptions {
   /**
    * The deadline of every operation, in ms. An operation without an answer by then (a paused
    * or unreachable server, a command waiting in the client's offline queue) rejects with
-   * `StoreUnavailableError`, at most a tenth of `timeoutMs` (and at most 200 ms) late. Keep it
+   * `StoreUnavailableError`, up to a tenth of `timeoutMs` late (between 5 ms and 200 ms). Keep it
    * well under your provider's attempt timeout, so the gate answers 503 before the provider
    * gives up on the attempt.
    * @default 2000

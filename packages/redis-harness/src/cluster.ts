@@ -6,8 +6,8 @@ import { type RedisServer, type RedisServerOptions, startServer } from './server
 const run = promisify(execFile);
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** The binary that creates the cluster. */
-export const REDIS_CLI = '/usr/bin/redis-cli';
+/** The binary that creates the cluster: `redis-cli` on `PATH`, or `HOOKGATE_REDIS_CLI`. */
+export const REDIS_CLI = process.env.HOOKGATE_REDIS_CLI ?? 'redis-cli';
 
 /** Options of {@link startCluster}. */
 export interface RedisClusterOptions extends Omit<RedisServerOptions, 'cluster'> {

@@ -12,8 +12,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assertOwnPort, parseInfo, type Reply, ReplyError, rawCommand } from './resp.js';
 
-/** The binary the harness runs. */
-export const REDIS_SERVER = '/usr/bin/redis-server';
+/**
+ * The binary the harness runs: `redis-server` found on `PATH` (spawn looks it up), or the one
+ * `HOOKGATE_REDIS_SERVER` names.
+ */
+export const REDIS_SERVER = process.env.HOOKGATE_REDIS_SERVER ?? 'redis-server';
 
 /** Options of {@link startRedis}. */
 export interface RedisServerOptions {

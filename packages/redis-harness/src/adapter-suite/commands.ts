@@ -176,8 +176,15 @@ export function commandTests<C extends object>(given: RedisDriver<C>): void {
           eventKey: 'evt:e2',
         });
         await server.command('SET', stored(key), 'something else');
-        for (const operation of [() => ops.inspect(key), () => ops.forget(key)]) {
-          await expect(operation()).rejects.toMatchObject({ name: 'StoreUnavailableError' });
+        for (const operation of [
+          () => ops.inspect(key),
+          () => ops.forget(key),
+          () => store.claim(key, crypto.randomUUID(), 60_000),
+        ]) {
+          await expect(operation()).rejects.toMatchObject({
+            name: 'StoreUnavailableError',
+            reason: 'foreign-value',
+          });
         }
         expect(await server.command('GET', stored(key))).toBe('something else');
         await server.command('SET', stored(key), 'p:tok');
