@@ -50,6 +50,19 @@ export function registerReporter(gate: object, report: Report): void {
 }
 
 /**
+ * For authors of gate wrappers (a `Gate` that delegates to another, as `@hookgate/otel`'s
+ * `instrumentGate` does): make the decisions a binding reports before the gate sees a delivery
+ * (`unverified`, `too-large`, `aborted`, `misconfigured`) reach the wrapped gate's `onDecision`
+ * when the wrapper is what the binding was given. Without it they are not reported.
+ * @param wrapper - the wrapping gate
+ * @param gate - the gate it delegates to
+ */
+export function forwardDecisions(wrapper: object, gate: object): void {
+  const report = reporters.get(gate);
+  if (report !== undefined) reporters.set(wrapper, report);
+}
+
+/**
  * @internal The reporter of a gate, for a decision a binding takes before the gate sees the
  * delivery (401, 413, a client gone, a consumed body); silent for a gate `createGate` did not
  * make (a wrapper of one).

@@ -26,6 +26,7 @@ export {
 } from './binding.js';
 export { canonicalJson } from './canonical-json.js';
 export { Deadlines } from './deadlines.js';
+export { forwardDecisions } from './decisions.js';
 export {
   alreadyDone,
   createError,

@@ -5,6 +5,7 @@ import {
   type Decision,
   type Delivery,
   type EventTarget,
+  forwardDecisions,
   type Gate,
   type Handler,
   type Inspection,
@@ -59,6 +60,8 @@ class InstrumentedGate<TPayload> implements Gate<TPayload> {
   constructor(gate: Gate<TPayload>, tracing: Tracing) {
     this.#gate = gate;
     this.#tracer = tracing.tracer;
+    // A binding given this gate reports its own decisions (401, 413, …) through the wrapped one.
+    forwardDecisions(this, gate);
     this.#off = tracing.off;
   }
 

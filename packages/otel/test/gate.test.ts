@@ -1,5 +1,7 @@
 import { createServer } from 'node:net';
 import {
+  admit,
+  bindingOptions,
   type ClaimStore,
   createGate,
   type DecisionEvent,
@@ -254,6 +256,23 @@ describe('a store that is down', () => {
     } finally {
       down.disconnect();
     }
+  });
+});
+
+describe('instrumentGate and the bindings', () => {
+  it("a binding given the wrapped gate still reports its own decisions (401, 413) to the gate's hook", async () => {
+    const seen: string[] = [];
+    const gate = createGate({
+      store: new MemoryStore(),
+      eventId: 'id',
+      onDecision: (event) => seen.push(event.decision),
+    });
+    const wrapped = instrumentGate(gate, telemetry());
+    const options = bindingOptions('test', { gate: wrapped, verify: () => false });
+    expect((await admit(options, 'too-large', {})).answer?.status).toBe(413);
+    const body = new TextEncoder().encode('{"id":"e1"}');
+    expect((await admit(options, body, {})).answer?.status).toBe(401);
+    expect(seen).toEqual(['too-large', 'unverified']);
   });
 });
 

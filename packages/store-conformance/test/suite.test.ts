@@ -103,10 +103,20 @@ describe('the conformance suite', () => {
     );
   });
 
+  it('catches a forget that leaves a done record', () => {
+    expect(failed('forget that spares a done record')).toMatch(
+      /inspect and forget .*forgets a done record/,
+    );
+  });
+
+  it('catches an inspect that changes the record it reads', () => {
+    expect(failed('inspect that renews the claim')).toMatch(/inspect and forget .*changes nothing/);
+  });
+
   it('catches a store that resolves with a guess when unreachable', () => {
     const names = failed('guessing when unreachable');
     const operations = ['claim', 'done', 'release', 'extend', 'advance', 'releaseHold'];
-    for (const operation of [...operations, 'extendHold']) {
+    for (const operation of [...operations, 'extendHold', 'inspect', 'forget']) {
       expect(names).toMatch(new RegExp(`errors ${operation} on an unreachable store`));
     }
   });
