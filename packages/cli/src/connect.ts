@@ -155,8 +155,41 @@ async function redisStats(client: Redis, namespace: string, limit: number): Prom
 }
 
 async function connectPostgres(value: string, target: Target): Promise<Connection> {
-  const url = parseUrl('postgres', value, ['postgres:', 'postgresql:']);
   const { namespace, timeoutMs, table = 'hookgate_claims' } = target;
+  const postgres = postgresPool(value, timeoutMs);
+  try {
+    const gate = createGate({
+      store: new PostgresStore(postgres.pool, { table, timeoutMs }),
+      namespace,
+    });
+    await postgres.check();
+    return {
+      gate,
+      stats: () => postgresStats(postgres.pool, table, namespace),
+      close: postgres.close,
+    };
+  } catch (error) {
+    await postgres.close();
+    throw error;
+  }
+}
+
+/** A small `pg` pool for one command, made by {@link postgresPool}. */
+export interface PostgresPool {
+  readonly pool: pg.Pool;
+  /** Check out one connection and give it back (bounded by the pool's `timeoutMs`). */
+  check(): Promise<void>;
+  /** End the pool, waiting for it no longer than half a second. */
+  close(): Promise<void>;
+}
+
+/**
+ * A pool of at most two connections to the database of a `--postgres` URL, with `timeoutMs`
+ * as the deadline of connecting and of every query. It connects on first use: `check()`.
+ * @throws UsageError for a URL that is not `postgres://` or `postgresql://`
+ */
+export function postgresPool(value: string, timeoutMs: number): PostgresPool {
+  const url = parseUrl('postgres', value, ['postgres:', 'postgresql:']);
   const pool = new pg.Pool({
     connectionString: value,
     max: 2,
@@ -168,20 +201,18 @@ async function connectPostgres(value: string, target: Target): Promise<Connectio
   // A connection the server ends emits 'error' outside any query; the query reports it.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
-  const close = async () => {
-    await withDeadline(pool.end(), CLOSE_MS, 'closing').catch(() => {});
+  const database = url.pathname.slice(1);
+  const where = `PostgreSQL at ${url.hostname}:${url.port || '5432'}${database ? `/${database}` : ''}`;
+  return {
+    pool,
+    async check() {
+      const connection = await withDeadline(pool.connect(), timeoutMs, where);
+      connection.release();
+    },
+    async close() {
+      await withDeadline(pool.end(), CLOSE_MS, 'closing').catch(() => {});
+    },
   };
-  try {
-    const gate = createGate({ store: new PostgresStore(pool, { table, timeoutMs }), namespace });
-    const database = url.pathname.slice(1);
-    const where = `PostgreSQL at ${url.hostname}:${url.port || '5432'}${database ? `/${database}` : ''}`;
-    const connection = await withDeadline(pool.connect(), timeoutMs, where);
-    connection.release();
-    return { gate, stats: () => postgresStats(pool, table, namespace), close };
-  } catch (error) {
-    await close();
-    throw error;
-  }
 }
 
 async function postgresStats(pool: pg.Pool, table: string, namespace: string): Promise<Stats> {

@@ -28,12 +28,14 @@ function exits(noRecord?: string): string {
 }
 
 /** `hookgate --help`. */
-export const TOP = `hookgate: look at and fix hookgate's event records in Redis or PostgreSQL.
+export const TOP = `hookgate: look at and fix hookgate's event records in Redis or PostgreSQL,
+and follow its decisions.
 
 Usage:
   hookgate inspect <id|key> (--redis <url> | --postgres <url>) [options]
   hookgate forget <id|key> (--redis <url> | --postgres <url>) [--yes] [options]
   hookgate stats (--redis <url> | --postgres <url>) [--limit <n>] [options]
+  hookgate watch --postgres <url> [--namespace <ns>] [--key <id|key>] [--decision <d,…>] [options]
   hookgate <command> --help
   hookgate --version
 
@@ -41,6 +43,7 @@ Commands:
   inspect   the state of one event: absent, processing or done; time left; fingerprint
   forget    delete one event's record, so that a redelivery of it runs again
   stats     count the namespace's records by state
+  watch     print the gate's decisions as they are written to the PostgresAuditLog table
 
 ${TARGET}
 
@@ -91,6 +94,42 @@ PostgreSQL: one SELECT … GROUP BY kind over the table.
 ${STORE}
 
 ${exits()}
+Docs: ${DOCS}`,
+
+  watch: `Usage: hookgate watch --postgres <url> [options]
+
+Follow the decision log a PostgresAuditLog (@hookgate/pg) writes: print each decision of the
+gates (new, done, duplicate, released, invalid, …) as it is committed, one line each, until
+Ctrl-C (SIGINT) or SIGTERM, then exit 0. Redis stores keep no log: there is nothing to watch.
+
+Text: time, decision, key, provider, then reason, error, duration. --json: one JSON object per
+line (NDJSON) with every column: id, at, decision, namespace, key, reason, error, ….
+
+It polls: SELECT … WHERE id > <last id seen> ORDER BY id LIMIT 1000, every --interval ms. A
+transaction may commit a row with an id below one already printed (ids are taken in order,
+committed in any order): watch reads the ids it skipped again until every transaction that
+was open when it skipped them has ended, for up to 60 s; such a late row is printed when it
+commits, after rows with higher ids. It says so on stderr when it stops waiting for an id.
+
+  --postgres <url>     postgres://user:password@host:port/database
+  --table <name>       the PostgresAuditLog table (default: hookgate_decisions)
+  --namespace <ns>     only this namespace's decisions (default: every namespace)
+  --key <id|key>       only this event's decisions: an event key (evt:…, dig:…) or an event id
+  --decision <d,…>     only these decisions; repeat the flag or separate them with commas
+  --since-id <n>       start after the row with this id (the "id" of --json)
+  --from-start         start at the first row of the table
+                       (default: only decisions written from now on)
+  --interval <ms>      the pause between two polls (default: 1000)
+  --timeout <ms>       deadline of the connection and of each query (default: 5000)
+  --json               print one JSON object per decision and line
+  -h, --help           print this help
+
+Exit codes:
+  0  stopped by SIGINT or SIGTERM (or stdout closed)
+  1  cannot connect; the table is missing (PostgresAuditLog.setup() creates it) or cannot
+     be read. A poll that fails once connected (a lost connection, a timeout) is reported on
+     stderr and tried again.
+  2  usage error: unknown flag, bad value, --redis
 Docs: ${DOCS}`,
 } as const;
 

@@ -1,13 +1,17 @@
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
-import { ErrorCode as HookgateErrorCode, type Inspection } from '@hookgate/core';
+import { deriveKey, ErrorCode as HookgateErrorCode, type Inspection } from '@hookgate/core';
 import { type Connection, connect, type Stats, UsageError } from './connect.js';
 import { COMMANDS, type Command, TOP } from './help.js';
+import { checkTable, DECISIONS, watch } from './watch.js';
 
 /** The exit codes of `hookgate`. */
 export const ExitCode = {
-  /** 0: the command did what it was asked (for `forget`, also when the answer was no). */
+  /**
+   * 0: the command did what it was asked (for `forget`, also when the answer was no; for
+   * `watch`, stopped by SIGINT or SIGTERM).
+   */
   OK: 0,
   /**
    * 1: the store could not be reached, did not answer in time, failed, or holds a value
@@ -15,8 +19,8 @@ export const ExitCode = {
    */
   STORE_ERROR: 1,
   /**
-   * 2: an unknown command or flag, a missing or extra argument, a bad value; and `forget`
-   * without `--yes` when stdin is not a terminal.
+   * 2: an unknown command or flag, a missing or extra argument, a bad value; `forget` without
+   * `--yes` when stdin is not a terminal; `watch` with `--redis`.
    */
   USAGE: 2,
   /** 3: the event has no record (`inspect`: absent; `forget`: nothing to delete). */
@@ -40,7 +44,23 @@ const OPTIONS = {
   inspect: STORE_OPTIONS,
   forget: { ...STORE_OPTIONS, yes: { type: 'boolean', short: 'y', default: false } },
   stats: { ...STORE_OPTIONS, limit: { type: 'string' } },
-} as const satisfies Record<Command, ParseArgsConfig['options']>;
+} as const satisfies Record<Exclude<Command, 'watch'>, ParseArgsConfig['options']>;
+
+/** `watch` reads a log, not the claims: no namespace by default, and flags of its own. */
+const WATCH_OPTIONS = {
+  redis: { type: 'string' },
+  postgres: { type: 'string' },
+  table: { type: 'string', default: 'hookgate_decisions' },
+  namespace: { type: 'string' },
+  key: { type: 'string' },
+  decision: { type: 'string', multiple: true },
+  'since-id': { type: 'string' },
+  'from-start': { type: 'boolean', default: false },
+  interval: { type: 'string', default: '1000' },
+  timeout: { type: 'string', default: '5000' },
+  json: { type: 'boolean', default: false },
+  help: { type: 'boolean', short: 'h', default: false },
+} as const satisfies ParseArgsConfig['options'];
 
 /** The values every command's flags parse to. */
 interface Flags {
@@ -59,7 +79,7 @@ interface Flags {
  * Run the `hookgate` command line: `argv` without the node and script paths
  * (`process.argv.slice(2)`). Writes to `process.stdout` and `process.stderr`, reads a
  * confirmation from `process.stdin`, and never throws: every failure is a message on stderr
- * and an exit code.
+ * and an exit code. `watch` runs until SIGINT or SIGTERM, which it listens for while it runs.
  * @returns the exit code, one of {@link ExitCode}
  */
 export async function main(argv: readonly string[]): Promise<ExitCode> {
@@ -69,7 +89,8 @@ export async function main(argv: readonly string[]): Promise<ExitCode> {
   if (!(first in COMMANDS)) {
     return usage(`unknown command '${first}' (commands: ${Object.keys(COMMANDS).join(', ')})`);
   }
-  const command = first as Command;
+  if (first === 'watch') return watchCommand(rest);
+  const command = first as Exclude<Command, 'watch'>;
   let flags: Flags;
   let positionals: string[];
   try {
@@ -130,7 +151,7 @@ function help(command: string | undefined): ExitCode {
 }
 
 async function runCommand(
-  command: Command,
+  command: Exclude<Command, 'watch'>,
   flags: Flags,
   positionals: string[],
 ): Promise<ExitCode> {
@@ -170,6 +191,97 @@ async function runCommand(
   } finally {
     await connection.close();
   }
+}
+
+async function watchCommand(args: string[]): Promise<ExitCode> {
+  let parsed: ReturnType<typeof parseWatch>;
+  try {
+    parsed = parseWatch(args);
+  } catch (error) {
+    return usage(messageOf(error), 'watch');
+  }
+  const { values: flags, positionals } = parsed;
+  if (flags.help) {
+    print(COMMANDS.watch);
+    return ExitCode.OK;
+  }
+  try {
+    if (positionals.length > 0) {
+      throw new UsageError(`watch takes no argument (got ${positionals.join(' ')})`);
+    }
+    if (flags.redis !== undefined) {
+      throw new UsageError(
+        'watch needs the PostgreSQL decision log (--postgres <url>): Redis stores keep no log of decisions',
+      );
+    }
+    if (flags.postgres === undefined) {
+      throw new UsageError(
+        'watch reads the decision log of a PostgresAuditLog: give --postgres <url>',
+      );
+    }
+    if (flags['since-id'] !== undefined && flags['from-start']) {
+      throw new UsageError('give --since-id or --from-start, not both');
+    }
+    await watch({
+      postgres: flags.postgres,
+      table: checkTable(flags.table),
+      namespace: flags.namespace === undefined ? undefined : checkNamespace(flags.namespace),
+      key: flags.key === undefined ? undefined : eventKey(flags.key),
+      decisions: flags.decision === undefined ? undefined : decisionList(flags.decision),
+      sinceId: flags['from-start']
+        ? 0
+        : flags['since-id'] === undefined
+          ? undefined
+          : wholeNumber('since-id', flags['since-id']),
+      intervalMs: positiveInteger('interval', flags.interval, 2_147_483_647),
+      json: flags.json,
+      timeoutMs: positiveInteger('timeout', flags.timeout, 2_147_483_647),
+    });
+    return ExitCode.OK;
+  } catch (error) {
+    if (error instanceof UsageError) return usage(messageOf(error), 'watch');
+    process.stderr.write(`hookgate: ${messageOf(error)}\n`);
+    return ExitCode.STORE_ERROR;
+  }
+}
+
+function parseWatch(args: string[]) {
+  return parseArgs({ args, options: WATCH_OPTIONS, allowPositionals: true, strict: true });
+}
+
+/** A namespace as the gate accepts it: 1 to 64 of `A-Z a-z 0-9 _ . -`. */
+function checkNamespace(namespace: string): string {
+  if (!/^[\w.-]{1,64}$/.test(namespace)) {
+    throw new UsageError(
+      `--namespace must be 1 to 64 characters of A-Z a-z 0-9 _ . - (got '${namespace}')`,
+    );
+  }
+  return namespace;
+}
+
+/** `--key`: an event key as it is, or a provider event id keyed as the gate keys ids. */
+function eventKey(value: string): string {
+  if (/^(evt|dig):./.test(value)) return value;
+  try {
+    return deriveKey({ payload: { id: value } }, { eventId: 'id', digestFallback: false }).key;
+  } catch {
+    throw new UsageError(
+      `--key must be an event key (evt:… or dig:…) or an event id (got '${value}')`,
+    );
+  }
+}
+
+/** `--decision new,done --decision released`: known decisions, each once. */
+function decisionList(values: readonly string[]): string[] {
+  const decisions = new Set(values.flatMap((value) => value.split(',')).map((d) => d.trim()));
+  for (const decision of decisions) {
+    if (!(DECISIONS as readonly string[]).includes(decision)) {
+      throw new UsageError(
+        `--decision '${decision}' is not a decision (decisions: ${DECISIONS.join(', ')})`,
+      );
+    }
+  }
+  return [...decisions];
 }
 
 function printInspection(inspection: Inspection, flags: Flags): ExitCode {
@@ -295,6 +407,14 @@ function positiveInteger(flag: string, value: string, max = Number.MAX_SAFE_INTE
   const number = /^\d+$/.test(value) ? Number(value) : Number.NaN;
   if (!(number >= 1 && number <= max)) {
     throw new UsageError(`--${flag} must be a positive integer (got '${value}')`);
+  }
+  return number;
+}
+
+function wholeNumber(flag: string, value: string): number {
+  const number = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(number)) {
+    throw new UsageError(`--${flag} must be a whole number (got '${value}')`);
   }
   return number;
 }

@@ -74,6 +74,22 @@ function runChild(
   args: string[],
   options: { input?: string; killAfterMs?: number },
 ): Promise<Run> {
+  return startChild(file, args, options).exited;
+}
+
+/** A child process of the binary, with its output so far. */
+interface Child {
+  readonly pid: number | undefined;
+  stdout(): string;
+  stderr(): string;
+  readonly exited: Promise<Run>;
+}
+
+function startChild(
+  file: string,
+  args: string[],
+  options: { input?: string; killAfterMs?: number },
+): Child {
   const { input = '', killAfterMs = 20_000 } = options;
   const started = performance.now();
   const child = spawn(file, args, { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env } });
@@ -89,11 +105,60 @@ function runChild(
   const timer = setTimeout(() => {
     if (child.pid !== undefined) process.kill(child.pid, 'SIGKILL');
   }, killAfterMs);
-  return new Promise((resolve, reject) => {
+  const exited = new Promise<Run>((resolve, reject) => {
     child.once('error', reject);
     child.once('close', (code) => {
       clearTimeout(timer);
       resolve({ code, stdout, stderr, ms: performance.now() - started });
     });
   });
+  return { pid: child.pid, stdout: () => stdout, stderr: () => stderr, exited };
+}
+
+/** A `hookgate` that runs until it is stopped (`watch`), with its output so far. */
+export interface Running {
+  /** The complete lines it printed on stdout so far. */
+  lines(): string[];
+  /** What it printed on stderr so far. */
+  stderr(): string;
+  /**
+   * Resolves once `ready()` is true (checked every 20 ms); rejects after `ms`, or when the
+   * process exits first, with what it printed.
+   */
+  until(ready: () => boolean, ms?: number): Promise<void>;
+  /** Send `signal` to it (by pid) and wait for its exit. */
+  stop(signal: NodeJS.Signals): Promise<Run>;
+  /** Settles when the process exits. */
+  readonly exited: Promise<Run>;
+}
+
+/** Start `hookgate args` without waiting for it; SIGKILLed (by pid) after `killAfterMs`. */
+export function hookgateRunning(args: string[], killAfterMs = 60_000): Running {
+  const child = startChild(process.execPath, [BIN, ...args], { killAfterMs });
+  let exited = false;
+  void child.exited.then(() => {
+    exited = true;
+  });
+  const lines = () => child.stdout().split('\n').slice(0, -1);
+  return {
+    lines,
+    stderr: child.stderr,
+    exited: child.exited,
+    async until(ready, ms = 10_000) {
+      const deadline = performance.now() + ms;
+      while (!ready()) {
+        if (exited || performance.now() > deadline) {
+          const why = exited ? 'it exited' : `not within ${ms} ms`;
+          throw new Error(
+            `hookgate ${args.join(' ')}: ${why}\nstdout:\n${child.stdout()}\nstderr:\n${child.stderr()}`,
+          );
+        }
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    },
+    stop(signal) {
+      if (!exited && child.pid !== undefined) process.kill(child.pid, signal);
+      return child.exited;
+    },
+  };
 }

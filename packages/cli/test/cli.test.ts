@@ -3,11 +3,11 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { createGate, type GateOptions } from '@hookgate/core';
 import { IoRedisStore } from '@hookgate/ioredis';
-import { PostgresStore } from '@hookgate/pg';
+import { PostgresAuditLog, PostgresStore } from '@hookgate/pg';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { build, hookgate, hookgateOnTerminal } from './binary.js';
+import { build, hookgate, hookgateOnTerminal, hookgateRunning, type Running } from './binary.js';
 
 // The shared servers; every key and table this file makes carries `run`, and is removed after.
 const REDIS_URL = 'redis://127.0.0.1:6379';
@@ -357,14 +357,251 @@ describe('hookgate over PostgreSQL only', () => {
   });
 });
 
+describe('hookgate watch', () => {
+  const LOG = `hookgate_cli_log_${run}`;
+  const log = new PostgresAuditLog(pool, { table: LOG, flushIntervalMs: 50 });
+  const started: Running[] = [];
+  const watch = (args: string[]) => {
+    const watcher = hookgateRunning(['watch', '--postgres', POSTGRES_URL, '--table', LOG, ...args]);
+    started.push(watcher);
+    return watcher;
+  };
+  const gateOf = (namespace: string) =>
+    createGate({
+      store: new PostgresStore(pool, { table: TABLE }),
+      namespace,
+      eventId: 'id',
+      onDecision: log.record,
+    });
+  const fail = async () => {
+    throw new Error('handler failed');
+  };
+  /** What a `--json` watch printed, parsed. */
+  const printed = (watcher: Running) =>
+    watcher.lines().map((line) => JSON.parse(line) as Record<string, unknown>);
+  /** The insert a transaction of PostgresAuditLog makes, by hand, for one decision. */
+  const insert = (client: pg.Pool | pg.PoolClient, namespace: string, key: string) =>
+    client.query(
+      `INSERT INTO "${LOG}" (writer, seq, at, decision, namespace, key)
+       VALUES (gen_random_uuid(), 1, now(), 'new', $1, $2) RETURNING id::text AS id`,
+      [namespace, key],
+    );
+  const lastId = async () =>
+    (await pool.query(`SELECT coalesce(max(id), 0)::text AS id FROM "${LOG}"`)).rows[0]
+      .id as string;
+
+  beforeAll(() => log.setup());
+
+  afterAll(async () => {
+    for (const watcher of started) await watcher.stop('SIGKILL');
+    await log.close();
+    await pool.query(`DROP TABLE IF EXISTS "${LOG}"`);
+  });
+
+  it('--json --from-start prints every decision as one JSON line while the gate writes them; SIGINT exits 0', async () => {
+    const namespace = ns('watch');
+    const gate = gateOf(namespace);
+    await gate.run({ payload: { id: 'evt_w1' } }, async () => {});
+    await log.flush();
+    const watcher = watch(['--json', '--from-start', '--namespace', namespace, '--interval', '50']);
+    await watcher.until(() => watcher.lines().length >= 2);
+
+    await gate.run({ payload: { id: 'evt_w1' } }, async () => {});
+    await expect(gate.run({ payload: { id: 'evt_w2' } }, fail)).rejects.toThrow('handler failed');
+    await log.flush();
+    await watcher.until(() => watcher.lines().length >= 5);
+
+    const decisions = printed(watcher);
+    expect(decisions.map(({ decision, key }) => `${decision} ${key}`)).toEqual([
+      'new evt:evt_w1',
+      'done evt:evt_w1',
+      'duplicate evt:evt_w1',
+      'new evt:evt_w2',
+      'released evt:evt_w2',
+    ]);
+    for (const decision of decisions) {
+      expect(decision).toMatchObject({ namespace, source: 'event-id', writer: log.writer });
+    }
+    expect(decisions[1]!.durationMs).toEqual(expect.any(Number));
+    expect(decisions[4]!.error).toBe('Error: handler failed');
+    const ids = decisions.map(({ id }) => id as number);
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    expect(new Set(ids).size).toBe(5);
+
+    const stopped = await watcher.stop('SIGINT');
+    expect(stopped.code).toBe(0);
+    expect(stopped.stderr).toBe(`hookgate: watching ${LOG} for every decision (Ctrl-C stops)\n`);
+  });
+
+  it('starts at the end of the log, keeps the decisions --key and --decision name; SIGTERM exits 0', async () => {
+    const namespace = ns('watch-filter');
+    const gate = gateOf(namespace);
+    // Before the watch: a decision that passes the filters, and is not printed.
+    await expect(gate.run({ payload: { id: 'evt_k1' } }, fail)).rejects.toThrow();
+    await log.flush();
+    const watcher = watch([
+      '--json',
+      '--key',
+      'evt_k1',
+      '--decision',
+      'done,released',
+      '--decision',
+      'duplicate',
+      '--interval',
+      '50',
+    ]);
+    await watcher.until(() => watcher.stderr().includes('for new decisions'));
+
+    await gate.run({ payload: { id: 'evt_k2' } }, async () => {});
+    await gate.run({ payload: { id: 'evt_k1' } }, async () => {});
+    await gateOf(`${namespace}2`).run({ payload: { id: 'evt_k1' } }, async () => {});
+    await gate.run({ payload: { id: 'evt_k1' } }, async () => {});
+    await log.flush();
+    // The duplicate is the last row: once it is printed, every row before it was read.
+    await watcher.until(() => watcher.lines().some((line) => line.includes('"duplicate"')));
+
+    expect(
+      printed(watcher).map(({ decision, key, namespace }) => [decision, key, namespace]),
+    ).toEqual([
+      ['done', 'evt:evt_k1', namespace],
+      ['done', 'evt:evt_k1', `${namespace}2`],
+      ['duplicate', 'evt:evt_k1', namespace],
+    ]);
+    expect((await watcher.stop('SIGTERM')).code).toBe(0);
+  });
+
+  it('prints one line of text per decision, with control characters escaped', async () => {
+    const namespace = ns('watch-text');
+    const watcher = watch(['--from-start', '--namespace', namespace, '--interval', '50']);
+    log.record({
+      decision: 'invalid',
+      namespace,
+      provider: 'stripe',
+      reason: 'missing-id',
+      error: new Error('bad\nline \u001b[31mred'),
+      at: Date.parse('2026-01-02T03:04:05.678Z'),
+    });
+    await gateOf(namespace).run({ payload: { id: 'evt_t1' } }, async () => {});
+    await log.flush();
+    await watcher.until(() => watcher.lines().length >= 3);
+
+    const [invalid, fresh, done] = watcher.lines();
+    expect(invalid).toBe(
+      `2026-01-02T03:04:05.678Z  ${'invalid'.padEnd(17)}  -  stripe  missing-id: Error: bad\\nline \\u001b[31mred`,
+    );
+    expect(fresh).toMatch(
+      /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z {2}new {14} {2}evt:evt_t1 {2}-$/,
+    );
+    expect(done).toMatch(/^\S+Z {2}done {13} {2}evt:evt_t1 {2}- {2}\d+ ms$/);
+    expect((await watcher.stop('SIGINT')).code).toBe(0);
+  });
+
+  it('prints a row whose transaction commits after a row with a higher id', async () => {
+    const namespace = ns('watch-late');
+    const watcher = watch([
+      '--json',
+      '--since-id',
+      await lastId(),
+      '--namespace',
+      namespace,
+      '--interval',
+      '50',
+    ]);
+    await watcher.until(() => watcher.stderr().includes('watching'));
+
+    const slow = await pool.connect();
+    try {
+      await slow.query('BEGIN');
+      const late = (await insert(slow, namespace, 'evt:late')).rows[0].id as string;
+      const early = (await insert(pool, namespace, 'evt:early')).rows[0].id as string;
+      expect(Number(late)).toBeLessThan(Number(early));
+      await watcher.until(() => watcher.lines().length >= 1);
+      // Several polls skip the id the open transaction holds.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await slow.query('COMMIT');
+      await watcher.until(() => watcher.lines().length >= 2);
+      expect(printed(watcher).map(({ id, key }) => [id, key])).toEqual([
+        [Number(early), 'evt:early'],
+        [Number(late), 'evt:late'],
+      ]);
+    } finally {
+      slow.release();
+    }
+    const stopped = await watcher.stop('SIGINT');
+    expect(stopped.code).toBe(0);
+    expect(stopped.stderr).not.toMatch(/no longer waiting/);
+  });
+
+  it('an id whose transaction rolled back does not hold back the rows after it', async () => {
+    const namespace = ns('watch-rollback');
+    const watcher = watch([
+      '--json',
+      '--since-id',
+      await lastId(),
+      '--namespace',
+      namespace,
+      '--interval',
+      '50',
+    ]);
+    await watcher.until(() => watcher.stderr().includes('watching'));
+    const slow = await pool.connect();
+    try {
+      await slow.query('BEGIN');
+      await insert(slow, namespace, 'evt:never');
+      await insert(pool, namespace, 'evt:after');
+      await watcher.until(() => watcher.lines().length >= 1);
+      await slow.query('ROLLBACK');
+    } finally {
+      slow.release();
+    }
+    await insert(pool, namespace, 'evt:last');
+    await watcher.until(() => watcher.lines().length >= 2);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(printed(watcher).map(({ key }) => key)).toEqual(['evt:after', 'evt:last']);
+    const stopped = await watcher.stop('SIGINT');
+    expect(stopped.code).toBe(0);
+    expect(stopped.stderr).not.toMatch(/no longer waiting/);
+  });
+
+  it('a decision log table that does not exist is exit 1, naming PostgresAuditLog.setup()', async () => {
+    const table = `hookgate_cli_nolog_${run}`;
+    for (const start of [[], ['--from-start']]) {
+      const failed = await hookgate([
+        'watch',
+        '--postgres',
+        POSTGRES_URL,
+        '--table',
+        table,
+        ...start,
+      ]);
+      expect(failed.code).toBe(1);
+      expect(failed.stdout).toBe('');
+      expect(failed.stderr).toMatch(
+        new RegExp(
+          `^hookgate: the decision log table ${table} does not exist: create it with PostgresAuditLog\\.setup\\(\\)`,
+        ),
+      );
+    }
+  });
+
+  it('an unreachable server is exit 1', async () => {
+    const failed = await hookgate(['watch', '--postgres', 'postgres://postgres@127.0.0.1:1/test']);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toMatch(
+      /^hookgate: cannot connect to PostgreSQL at 127\.0\.0\.1:1\/test: /,
+    );
+  });
+});
+
 describe('hookgate usage', () => {
   const unreachable = ['--redis', 'redis://127.0.0.1:1'];
+  const unreachablePg = ['--postgres', 'postgres://postgres@127.0.0.1:1/test'];
 
   it('an unknown command is exit 2 with a pointer to the usage', async () => {
     const unknown = await hookgate(['frobnicate']);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toBe(
-      "hookgate: unknown command 'frobnicate' (commands: inspect, forget, stats)\nRun 'hookgate --help' for usage.\n",
+      "hookgate: unknown command 'frobnicate' (commands: inspect, forget, stats, watch)\nRun 'hookgate --help' for usage.\n",
     );
     const none = await hookgate([]);
     expect(none.code).toBe(2);
@@ -399,13 +636,27 @@ describe('hookgate usage', () => {
       /--limit goes with --redis/,
     ],
     [['stats', ...unreachable, '--limit', '0'], /--limit must be a positive integer/],
+    [
+      ['watch', '--redis', REDIS_URL],
+      /watch needs the PostgreSQL decision log \(--postgres <url>\): Redis stores keep no log/,
+    ],
+    [['watch'], /watch reads the decision log of a PostgresAuditLog: give --postgres <url>/],
+    [['watch', 'extra', ...unreachablePg], /watch takes no argument/],
+    [['watch', ...unreachablePg, '--from-start', '--since-id', '5'], /not both/],
+    [['watch', ...unreachablePg, '--since-id', '1.5'], /--since-id must be a whole number/],
+    [['watch', ...unreachablePg, '--interval', '0'], /--interval must be a positive integer/],
+    [['watch', ...unreachablePg, '--decision', 'done,nope'], /--decision 'nope' is not a/],
+    [['watch', ...unreachablePg, '--table', 'Decisions'], /--table must be a lower-case/],
+    [['watch', ...unreachablePg, '--namespace', 'a:b'], /--namespace must be 1 to 64/],
+    [['watch', ...unreachablePg, '--key', ' '], /--key must be an event key/],
+    [['watch', '--postgres', 'redis://x'], /--postgres must be a postgres:\/\/ or/],
   ])('%j is a usage error (exit 2)', async (args, message) => {
     const refused = await hookgate(args);
     expect(refused.code).toBe(2);
     expect(refused.stdout).toBe('');
     expect(refused.stderr).toMatch(message);
     expect(refused.stderr).toMatch(
-      /\nRun 'hookgate (inspect |forget |stats )?--help' for usage\.\n$/,
+      /\nRun 'hookgate (inspect |forget |stats |watch )?--help' for usage\.\n$/,
     );
   });
 
@@ -422,7 +673,7 @@ describe('hookgate usage', () => {
     expect(top.stdout).toContain('hookgate inspect <id|key> (--redis <url> | --postgres <url>)');
     expect(top.stdout).toContain('3  no record of the event');
     expect((await hookgate(['help'])).stdout).toBe(top.stdout);
-    for (const command of ['inspect', 'forget', 'stats']) {
+    for (const command of ['inspect', 'forget', 'stats', 'watch']) {
       const help = await hookgate([command, '--help']);
       expect(help.code).toBe(0);
       expect(help.stdout).toMatch(new RegExp(`^Usage: hookgate ${command} `));
@@ -436,6 +687,10 @@ describe('hookgate usage', () => {
     expect(forget.stdout).toContain('-y, --yes');
     const stats = await hookgate(['stats', '--help']);
     expect(stats.stdout).toContain('SCAN MATCH <namespace>:* COUNT 1000');
+    expect(top.stdout).toContain('hookgate watch --postgres <url>');
+    const watch = await hookgate(['watch', '--help']);
+    expect(watch.stdout).toContain('--from-start');
+    expect(watch.stdout).toContain('PostgresAuditLog.setup() creates it');
   });
 
   it('--version prints the package version', async () => {
