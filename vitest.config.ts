@@ -3,7 +3,10 @@ import { defineConfig } from 'vitest/config';
 
 // One project per workspace package; `@hookgate/*` resolves to TypeScript sources
 // through the `@hookgate/source` export condition, so tests need no build step.
-const packages = readdirSync(new URL('./packages', import.meta.url));
+// @hookgate/nestjs needs legacy decorators: its own config (listed below) compiles them.
+const packages = readdirSync(new URL('./packages', import.meta.url)).filter(
+  (name) => name !== 'nestjs',
+);
 
 export default defineConfig({
   resolve: { conditions: ['@hookgate/source'] },
@@ -19,7 +22,8 @@ export default defineConfig({
           include: ['test/**/*.test.ts'],
         },
       })),
-      // The NestJS example compiles legacy decorators: its own config (project example-nestjs).
+      // NestJS needs legacy decorators: the package and the example have their own configs.
+      'packages/nestjs/vitest.config.ts',
       'examples/nestjs/vitest.config.ts',
     ],
     testTimeout: 30_000,

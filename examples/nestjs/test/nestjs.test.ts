@@ -7,7 +7,7 @@ import { WebhooksService } from '../src/webhooks.service.js';
 
 const platforms = [
   ['Nest on Express (@hookgate/express)', createExpressApp],
-  ['Nest on Fastify (@hookgate/fastify)', createFastifyApp],
+  ['Nest on Fastify (@hookgate/nestjs)', createFastifyApp],
 ] as const;
 
 for (const [name, create] of platforms) {
@@ -77,22 +77,24 @@ for (const [name, create] of platforms) {
   });
 }
 
-describe('Nest on Express without rawBody: true', () => {
-  it("answers 500 and claims nothing: Nest's JSON parser kept no bytes to verify", async () => {
-    const app = await createExpressApp({ rawBody: false });
-    try {
-      await app.listen(0, '127.0.0.1');
-      const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
-      const body = JSON.stringify({ id: 'evt_1', type: 'payment.succeeded', amount: 1 });
-      const res = await fetch(`${url}/webhooks/payments`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-signature': sign(body) },
-        body,
-      });
-      expect(res.status).toBe(500);
-      expect(app.get(WebhooksService).applied).toEqual([]);
-    } finally {
-      await app.close();
-    }
+for (const [name, create] of platforms) {
+  describe(`${name} without rawBody: true`, () => {
+    it("answers 500 and claims nothing: Nest's JSON parser kept no bytes to verify", async () => {
+      const app = await create({ rawBody: false });
+      try {
+        await app.listen(0, '127.0.0.1');
+        const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+        const body = JSON.stringify({ id: 'evt_1', type: 'payment.succeeded', amount: 1 });
+        const res = await fetch(`${url}/webhooks/payments`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-signature': sign(body) },
+          body,
+        });
+        expect(res.status).toBe(500);
+        expect(app.get(WebhooksService).applied).toEqual([]);
+      } finally {
+        await app.close();
+      }
+    });
   });
-});
+}

@@ -4,7 +4,7 @@ import { Harness, header, latch } from './harness.js';
 import type { SuiteContext } from './index.js';
 
 /** Every row of the answer table, and the options checked when the middleware is built. */
-export function answers({ start, makeServer }: SuiteContext): void {
+export function answers({ start, makeServer, parsedBody }: SuiteContext): void {
   it('a new event reaches the handler as the event and is marked done on a 2xx', async () => {
     const h = await start();
     const res = await h.post({ id: 'evt_1', amount: 5 });
@@ -99,14 +99,16 @@ export function answers({ start, makeServer }: SuiteContext): void {
     await expect(build({ gate, verify: false, limit: -1 })).rejects.toThrow(/limit/);
   });
 
-  it('malformed JSON answers 400 and runs nothing', async () => {
-    const h = await start();
-    const res = await h.post('{"id": "evt_1",');
-    expect(res.status).toBe(400);
-    expect(await res.json()).toEqual({ status: 'invalid', reason: 'not-json' });
-    expect(h.handled).toHaveLength(0);
-    expect(h.count('invalid')).toBe(1);
-  });
+  // Left out where the framework's own parser answers such a body first (`parsedBody`).
+  if (!parsedBody)
+    it('malformed JSON answers 400 and runs nothing', async () => {
+      const h = await start();
+      const res = await h.post('{"id": "evt_1",');
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual({ status: 'invalid', reason: 'not-json' });
+      expect(h.handled).toHaveLength(0);
+      expect(h.count('invalid')).toBe(1);
+    });
 
   it('a delivery without an event id answers 400 when the digest fallback is off', async () => {
     const h = await start({ gate: { digestFallback: false } });

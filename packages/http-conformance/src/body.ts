@@ -4,7 +4,7 @@ import { sign, sleep } from './harness.js';
 import type { SuiteContext } from './index.js';
 
 /** The raw body: exact bytes for verify, the size limit, and a body parser in front. */
-export function body({ start, network }: SuiteContext): void {
+export function body({ start, network, parsedBody }: SuiteContext): void {
   // Spacing, key order and escapes a re-serialization would change; any change breaks the HMAC.
   const exact = '{ "id" : "evt_é1",\n  "note": "caf\\u00e9 ☕", "n": 1.0 }';
 
@@ -33,22 +33,26 @@ export function body({ start, network }: SuiteContext): void {
     expect(h.handled).toHaveLength(0);
   });
 
-  it('a streamed body without Content-Length over the limit answers 413', async () => {
-    const h = await start({ binding: { limit: 1024 } });
-    const chunk = new TextEncoder().encode(JSON.stringify({ id: 'evt_1', pad: 'y'.repeat(8192) }));
-    const stream = new ReadableStream<Uint8Array>({
-      start(controller) {
-        for (let i = 0; i < 8; i++) controller.enqueue(chunk);
-        controller.close();
-      },
+  // Left out where the framework's own parser answers such a body first (`parsedBody`).
+  if (!parsedBody)
+    it('a streamed body without Content-Length over the limit answers 413', async () => {
+      const h = await start({ binding: { limit: 1024 } });
+      const chunk = new TextEncoder().encode(
+        JSON.stringify({ id: 'evt_1', pad: 'y'.repeat(8192) }),
+      );
+      const stream = new ReadableStream<Uint8Array>({
+        start(controller) {
+          for (let i = 0; i < 8; i++) controller.enqueue(chunk);
+          controller.close();
+        },
+      });
+      const res = await h.send(stream, {
+        headers: { 'content-type': 'application/json', 'x-signature': 'unused' },
+        duplex: 'half',
+      } as RequestInit);
+      expect(res.status).toBe(413);
+      expect(h.decisions.map((d) => d.decision)).toEqual(['too-large']);
     });
-    const res = await h.send(stream, {
-      headers: { 'content-type': 'application/json', 'x-signature': 'unused' },
-      duplex: 'half',
-    } as RequestInit);
-    expect(res.status).toBe(413);
-    expect(h.decisions.map((d) => d.decision)).toEqual(['too-large']);
-  });
 
   it('the default limit is 1 MiB', async () => {
     const h = await start();
@@ -79,7 +83,7 @@ export function body({ start, network }: SuiteContext): void {
     expect(h.handled).toHaveLength(0);
   });
 
-  if (!network) return;
+  if (!network || parsedBody) return;
 
   it('a client that goes away mid-body: nothing is claimed and no error is raised', async () => {
     const h = await start();

@@ -40,6 +40,14 @@ export interface SuiteOptions {
    */
   network?: boolean;
   /**
+   * `true` for a framework whose own parser reads every body before the binding runs (NestJS
+   * with `rawBody: true`): the tests of bodies that parser answers first (malformed JSON, a
+   * streamed body of several documents, a client gone mid-body) are left out, and the
+   * binding's tests must show what happens to them instead.
+   * @default false
+   */
+  parsedBody?: boolean;
+  /**
    * The store under each test's gate, made fresh per test (each test also gets its own
    * namespace, so one Redis can serve the whole file).
    * @default a new MemoryStore
@@ -52,6 +60,7 @@ export interface SuiteContext {
   /** Start a fresh server, gate and store for one test; it is closed after the test. */
   start(scenario?: Scenario): Promise<Harness>;
   network: boolean;
+  parsedBody: boolean;
   makeServer: MakeServer;
 }
 
@@ -73,6 +82,7 @@ export function httpBindingSuite(
         return harness;
       },
       network: options.network ?? true,
+      parsedBody: options.parsedBody ?? false,
       makeServer,
     };
     answers(context);

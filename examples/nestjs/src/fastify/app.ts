@@ -1,39 +1,57 @@
-// Nest on its Fastify platform: @hookgate/fastify in a Fastify scope of its own for the webhook
-// route. Nest registers every controller's routes on the root Fastify instance, so a plugin
-// scoped to the webhook routes cannot sit under a Nest controller; the route is registered in
-// its own scope and hands the event to the same Nest provider.
+// Nest on its Fastify platform: @hookgate/nestjs's interceptor on the webhook route of a Nest
+// controller. `rawBody: true` keeps the exact bytes; the interceptor is built by Nest's
+// injector, so it takes the app's gate provider.
 import 'reflect-metadata';
-import type { Gate } from '@hookgate/core';
-import { hookgate, type WebhookRequest } from '@hookgate/fastify';
-import { Module } from '@nestjs/common';
+import type { Gate, WebhookEvent } from '@hookgate/core';
+import { Webhook, WebhookInterceptor } from '@hookgate/nestjs';
+import {
+  Controller,
+  HttpCode,
+  Inject,
+  Injectable,
+  Module,
+  Post,
+  UseInterceptors,
+} from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { FastifyInstance } from 'fastify';
 import { GATE, gateProvider, verify } from '../gate.js';
 import { OrdersController } from '../orders.controller.js';
 import { type PaymentEvent, WebhooksService } from '../webhooks.service.js';
 
+/** The webhook route's interceptor, with the app's gate. */
+@Injectable()
+export class PaymentsWebhook extends WebhookInterceptor<PaymentEvent> {
+  constructor(@Inject(GATE) gate: Gate<PaymentEvent>) {
+    super({ gate, verify });
+  }
+}
+
+@Controller('webhooks')
+export class WebhooksController {
+  constructor(@Inject(WebhooksService) private readonly service: WebhooksService) {}
+
+  // Runs once per event: duplicates, retries in flight and bad signatures are answered by the
+  // interceptor before Nest reaches this handler. A 2xx marks the event done; a throw becomes
+  // the answer of Nest's exception filters (500), which releases it for the provider's retry.
+  @Post('payments')
+  @HttpCode(204)
+  @UseInterceptors(PaymentsWebhook)
+  async receive(@Webhook() event: WebhookEvent<PaymentEvent>): Promise<void> {
+    await this.service.apply(event.payload);
+  }
+}
+
 @Module({
-  controllers: [OrdersController],
+  controllers: [WebhooksController, OrdersController],
   providers: [WebhooksService, gateProvider],
 })
 export class AppModule {}
 
-/** The app, not yet listening. */
-export async function createFastifyApp(): Promise<NestFastifyApplication> {
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule, new FastifyAdapter(), {
+/** The app, not yet listening. `rawBody: true`: Nest's JSON parser keeps the exact bytes. */
+export function createFastifyApp({ rawBody = true } = {}): Promise<NestFastifyApplication> {
+  return NestFactory.create<NestFastifyApplication>(AppModule, new FastifyAdapter(), {
+    rawBody,
     logger: false,
   });
-  const gate = app.get<Gate<PaymentEvent>>(GATE);
-  const service = app.get(WebhooksService);
-  await app.register(async (scope: FastifyInstance) => {
-    await scope.register(hookgate, { gate, verify });
-    // Runs once per event; a 2xx marks it done, a throw (Fastify's 500) releases it.
-    scope.post('/webhooks/payments', async (request, reply) => {
-      const { webhook } = request as WebhookRequest<PaymentEvent>;
-      await service.apply(webhook.payload);
-      return reply.code(204).send();
-    });
-  });
-  return app;
 }

@@ -1,0 +1,314 @@
+import { request } from 'node:http';
+import { createGate, type DecisionEvent, type Gate, type WebhookEvent } from '@hookgate/core';
+import { sign } from '@hookgate/http-conformance';
+import { MemoryStore } from '@hookgate/memory';
+import {
+  type ArgumentsHost,
+  Body,
+  type CanActivate,
+  Catch,
+  Controller,
+  type ExceptionFilter,
+  type ExecutionContext,
+  HttpCode,
+  type INestApplication,
+  Inject,
+  Injectable,
+  Module,
+  Post,
+  UseFilters,
+  UseGuards,
+  UseInterceptors,
+} from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import { map, type Observable, timer } from 'rxjs';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type Verify, Webhook, WebhookInterceptor } from '../src/index.js';
+import { createApp, PLATFORMS, serve } from './nest-app.js';
+
+interface Payment {
+  id: string;
+  fail?: boolean;
+}
+
+const decisions: DecisionEvent[] = [];
+const handled: Payment[] = [];
+const gate = createGate<Payment>({
+  store: new MemoryStore(),
+  eventId: 'id',
+  onDecision: (event) => decisions.push(event),
+});
+const verify: Verify = (rawBody, headers) => headers['x-signature'] === sign(rawBody);
+const GATE = Symbol('gate');
+
+/** The error the handler throws for a payment it cannot apply. */
+class PaymentDeclined extends Error {}
+
+/** A route guard: only the partner's deliveries get through. */
+@Injectable()
+class PartnerOnly implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    return context.switchToHttp().getRequest().headers['x-partner'] === 'acme';
+  }
+}
+
+/** A route exception filter: a declined payment answers 503 with a body of its own. */
+@Catch(PaymentDeclined)
+class DeclinedFilter implements ExceptionFilter {
+  constructor(@Inject(HttpAdapterHost) private readonly host: HttpAdapterHost) {}
+
+  catch(_error: PaymentDeclined, context: ArgumentsHost): void {
+    const res = context.switchToHttp().getResponse();
+    this.host.httpAdapter.reply(res, { status: 'declined' }, 503);
+  }
+}
+
+/** The interceptor built by Nest's injector, from the gate provider. */
+@Injectable()
+class PaymentsWebhook extends WebhookInterceptor<Payment> {
+  constructor(@Inject(GATE) gate: Gate<Payment>) {
+    super({ gate, verify });
+  }
+}
+
+@Controller('webhooks')
+class WebhooksController {
+  @Post('partner')
+  @HttpCode(204)
+  @UseGuards(PartnerOnly)
+  @UseFilters(DeclinedFilter)
+  @UseInterceptors(new WebhookInterceptor({ gate, verify }))
+  async partner(@Webhook() event: WebhookEvent<Payment>): Promise<void> {
+    if (event.payload.fail) throw new PaymentDeclined(event.payload.id);
+    handled.push(event.payload);
+  }
+
+  @Post('observable')
+  @HttpCode(204)
+  @UseInterceptors(new WebhookInterceptor({ gate, verify }))
+  observable(@Webhook() event: WebhookEvent<Payment>): Observable<void> {
+    // Applied 300 ms later, unless Nest tears the stream down first (the client went away).
+    return timer(300).pipe(map(() => void handled.push(event.payload)));
+  }
+
+  @Post('injected')
+  @HttpCode(204)
+  @UseInterceptors(PaymentsWebhook)
+  async injected(@Webhook() event: WebhookEvent<Payment>): Promise<void> {
+    handled.push(event.payload);
+  }
+}
+
+@Controller('orders')
+class OrdersController {
+  @Post()
+  @HttpCode(200)
+  create(@Body() body: unknown): { received: unknown } {
+    return { received: body };
+  }
+}
+
+@Module({
+  controllers: [WebhooksController, OrdersController],
+  providers: [{ provide: GATE, useValue: gate }],
+})
+class AppModule {}
+
+const kinds = () => decisions.map((d) => d.decision);
+
+for (const platform of PLATFORMS) {
+  describe(`Nest on ${platform}`, () => {
+    let app: INestApplication;
+    let url: string;
+    let n = 0;
+    /** A fresh event id per test: the one gate serves the whole file. */
+    let id: string;
+
+    beforeAll(async () => {
+      // The platform's own body limit above the route's, so that the route's is the one seen.
+      app = await createApp(platform, AppModule, { bodyLimit: 4 * 1024 * 1024 });
+      ({ url } = await serve(app));
+    });
+    afterAll(() => app?.close());
+    beforeEach(() => {
+      decisions.length = 0;
+      handled.length = 0;
+      id = `evt_${platform}_${++n}`;
+    });
+
+    const deliver = (
+      path: string,
+      event: object,
+      headers: Record<string, string> = {},
+      signal?: AbortSignal,
+    ) => {
+      const body = JSON.stringify(event);
+      return fetch(`${url}${path}`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-signature': sign(body),
+          'x-partner': 'acme',
+          ...headers,
+        },
+        body,
+        ...(signal ? { signal } : {}),
+      });
+    };
+
+    it('a guard on the route runs first: a request it refuses answers 403 and claims nothing', async () => {
+      const refused = await deliver('/webhooks/partner', { id }, { 'x-partner': 'someone' });
+      expect(refused.status).toBe(403);
+      expect(decisions).toEqual([]);
+      expect((await deliver('/webhooks/partner', { id })).status).toBe(204);
+      expect(handled).toEqual([{ id }]);
+    });
+
+    it("an exception filter on the route answers the handler's error, and its status releases the claim", async () => {
+      const declined = await deliver('/webhooks/partner', { id, fail: true });
+      expect(declined.status).toBe(503);
+      expect(await declined.json()).toEqual({ status: 'declined' });
+      await expect.poll(kinds).toContain('released');
+      // The provider's retry runs the handler again; a redelivery after it is a duplicate.
+      expect((await deliver('/webhooks/partner', { id })).status).toBe(204);
+      const again = await deliver('/webhooks/partner', { id });
+      expect(again.status).toBe(200); // not the route's @HttpCode(204)
+      expect(await again.json()).toEqual({ status: 'duplicate' });
+      expect(handled).toEqual([{ id }]);
+    });
+
+    it("the interceptor can be built by Nest's injector: a subclass that injects the gate", async () => {
+      expect((await deliver('/webhooks/injected', { id })).status).toBe(204);
+      expect(await (await deliver('/webhooks/injected', { id })).json()).toEqual({
+        status: 'duplicate',
+      });
+      expect(handled).toEqual([{ id }]);
+    });
+
+    it("other routes keep Nest's JSON parsing", async () => {
+      const res = await fetch(`${url}/orders`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ sku: 'A-1', qty: 2 }),
+      });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ received: { sku: 'A-1', qty: 2 } });
+    });
+
+    it('a body of a content type Nest does not parse as JSON reaches verify as its exact bytes', async () => {
+      const body = `{ "id" : "${id}" }`;
+      const res = await fetch(`${url}/webhooks/partner`, {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain', 'x-signature': sign(body), 'x-partner': 'acme' },
+        body,
+      });
+      expect(res.status).toBe(204);
+      expect(handled).toEqual([{ id }]);
+    });
+
+    it("a handler's Observable that Nest tears down as the client goes away releases the claim", async () => {
+      const client = new AbortController();
+      const first = deliver('/webhooks/observable', { id }, {}, client.signal).catch((e) => e);
+      await expect.poll(kinds).toContain('new');
+      client.abort();
+      expect(await first).toBeInstanceOf(Error);
+      // Nothing reaches the wire: the end of the handler's stream is what settles the claim.
+      await expect.poll(kinds).toContain('released');
+      expect(handled).toEqual([]);
+      expect((await deliver('/webhooks/observable', { id })).status).toBe(204);
+      expect(handled).toEqual([{ id }]);
+    });
+
+    // What the HTTP suite's tests of reading the body become on Nest, whose parser reads it
+    // before any interceptor (see conformance.test.ts).
+
+    it("malformed JSON is answered 400 by Nest's parser: nothing is claimed, the handler does not run", async () => {
+      const body = `{"id": "${id}",`;
+      const res = await fetch(`${url}/webhooks/partner`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-signature': sign(body),
+          'x-partner': 'acme',
+        },
+        body,
+      });
+      expect(res.status).toBe(400);
+      expect(decisions).toEqual([]);
+      expect(handled).toEqual([]);
+    });
+
+    it('a body streamed without Content-Length over the limit answers 413 and claims nothing', async () => {
+      // The route's limit is the default 1 MiB: stream one valid document just over it.
+      const text = JSON.stringify({ id, pad: 'x'.repeat(1_048_576) });
+      const bytes = new TextEncoder().encode(text);
+      const stream = new ReadableStream<Uint8Array>({
+        start(controller) {
+          for (let at = 0; at < bytes.length; at += 65_536) {
+            controller.enqueue(bytes.subarray(at, at + 65_536));
+          }
+          controller.close();
+        },
+      });
+      const res = await fetch(`${url}/webhooks/partner`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-signature': sign(text),
+          'x-partner': 'acme',
+        },
+        body: stream,
+        duplex: 'half',
+      } as RequestInit);
+      expect(res.status).toBe(413);
+      expect(kinds()).toEqual(['too-large']);
+      expect(handled).toEqual([]);
+    });
+
+    it('a client gone mid-body is left to the parser: nothing is claimed, and the complete delivery runs', async () => {
+      const text = JSON.stringify({ id, pad: 'p'.repeat(4096) });
+      const req = request(`${url}/webhooks/partner`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'content-length': String(text.length),
+          'x-signature': sign(text),
+          'x-partner': 'acme',
+        },
+      });
+      req.on('error', () => {});
+      req.write(text.slice(0, 1024));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      req.destroy();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(decisions).toEqual([]);
+      expect((await deliver('/webhooks/partner', JSON.parse(text))).status).toBe(204);
+      expect(handled).toHaveLength(1);
+    });
+  });
+
+  describe(`Nest on ${platform}, created without rawBody: true`, () => {
+    it('every delivery answers 500 with an error that names the fix, and nothing is claimed', async () => {
+      const app = await createApp(platform, AppModule, { rawBody: false });
+      try {
+        const { url } = await serve(app);
+        decisions.length = 0;
+        const body = JSON.stringify({ id: `evt_${platform}_raw` });
+        const res = await fetch(`${url}/webhooks/partner`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'x-signature': sign(body),
+            'x-partner': 'acme',
+          },
+          body,
+        });
+        expect(res.status).toBe(500);
+        expect(kinds()).toEqual(['misconfigured']);
+        expect(String(decisions[0]?.error)).toMatch(/rawBody: true/);
+      } finally {
+        await app.close();
+      }
+    });
+  });
+}
