@@ -4,13 +4,14 @@
  *
  *   pnpm bench                     the full run (about two minutes)
  *   pnpm bench --quick             shorter rounds, for a smoke test (HOOKGATE_BENCH_QUICK=1 too)
- *   pnpm bench --only=redis,http   some sections: memory, keys, redis, postgres, http, fetch, otel
+ *   pnpm bench --only=redis,http   some sections: memory, keys, redis, postgres, http, fetch, fastify, otel
  *
  * The postgres section uses the shared PostgreSQL on 127.0.0.1:5432 (database `test`), in
  * tables of its own that it drops.
  */
 import { cpus, loadavg } from 'node:os';
 import { startRedis } from '@hookgate/redis-harness';
+import { fastifyBench } from './src/fastify.js';
 import { fetchBench } from './src/fetch.js';
 import { httpBench } from './src/http.js';
 import { keysBench } from './src/keys.js';
@@ -52,6 +53,7 @@ try {
   if (wanted('postgres')) rows.push(...(await postgresBench(plans.redis)));
   if (redis && wanted('http')) rows.push(...(await httpBench(redis, plans.http)));
   if (wanted('fetch')) rows.push(...(await fetchBench(plans.micro)));
+  if (wanted('fastify')) rows.push(...(await fastifyBench(plans.micro)));
   if (wanted('otel')) rows.push(...(await otelBench(plans.micro)));
 } finally {
   const version = redis ? (await redis.info('server'))['redis_version'] : undefined;
