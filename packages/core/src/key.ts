@@ -5,8 +5,24 @@ import { type CompiledSelector, compileSelector } from './select.js';
 import { sha256 } from './sha256.js';
 import type { Delivery, KeySource, Selector } from './types.js';
 
-/** Ids (and subjects) matching this are stored as they are; anything else is hashed. */
-const PLAIN_ID = /^[\w.:@/+=-]{1,128}$/;
+/**
+ * Ids (and subjects) of up to 128 of these characters (`[\w.:@/+=-]`) are stored as they are;
+ * anything else is hashed. A table rather than a regular expression: it is read per delivery.
+ */
+const PLAIN = new Uint8Array(128);
+for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:@/+=-') {
+  PLAIN[c.charCodeAt(0)] = 1;
+}
+
+function isPlainId(id: string): boolean {
+  const { length } = id;
+  if (length === 0 || length > 128) return false;
+  for (let i = 0; i < length; i++) {
+    const code = id.charCodeAt(i);
+    if (code >= 128 || PLAIN[code] === 0) return false;
+  }
+  return true;
+}
 
 /** Options of {@link deriveKey}; the same fields as on `createGate`. */
 export interface KeyOptions {
@@ -132,7 +148,7 @@ export function idString(value: unknown): string | undefined {
  * plain id (up to 128 characters of letters, digits and `_ . : @ / + = -`), else `#<sha256>`.
  */
 export function plainOrHashed(id: string): string {
-  return PLAIN_ID.test(id) ? id : '#' + sha256(id);
+  return isPlainId(id) ? id : '#' + sha256(id);
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });

@@ -31,6 +31,8 @@ type Settle = 'done' | 'duplicate' | 'released' | 'retained';
  */
 type Phase = 'held' | 'settling' | 'settled' | 'lost';
 
+const settledPromise = Promise.resolve();
+
 /**
  * @internal The one owner of an acquired claim, from acquisition to settlement: its token, its
  * heartbeat, the subject's hold under the sequence guard, whether it is settled and whether it
@@ -118,30 +120,46 @@ export class Lease<TPayload = unknown> {
    * a second one waits for the first, then sees its result (a release racing a done that won is
    * a no-op, not a lost lease). When every attempt met a store failure, the settle goes on in
    * the background (see {@link #later}) and the caller gets the failure now.
+   *
+   * Not `async` itself: the checks run at once, and only the store call waits (an async
+   * function's frame is allocated per call, and this one's would be the largest of a delivery).
    */
-  async #settle(
-    decision: Settle,
-    cause: unknown,
-    attempts: number,
-    background = false,
-  ): Promise<void> {
-    while (this.#settling) await this.#turn();
-    if (this.#phase === 'lost') throw this.#lostError(decision === 'released' ? 'release' : 'done');
-    if (this.#phase === 'settled') return;
+  #settle(decision: Settle, cause: unknown, attempts: number, background = false): Promise<void> {
+    if (this.#settling) return this.#settleAfterTurn(decision, cause, attempts, background);
+    if (this.#phase === 'lost') {
+      return Promise.reject(this.#lostError(decision === 'released' ? 'release' : 'done'));
+    }
+    if (this.#phase === 'settled') return settledPromise;
     this.#phase = 'settling';
     this.#settling = true;
     this.#heartbeat?.stop();
-    const { store, doneTtlMs } = this.#host;
-    const { claimKey } = this.#prepared;
+    return this.#attempt(decision, cause, attempts, background);
+  }
+
+  /** A settle that came while another was in flight: it runs after that one. */
+  async #settleAfterTurn(
+    decision: Settle,
+    cause: unknown,
+    attempts: number,
+    background: boolean,
+  ): Promise<void> {
+    while (this.#settling) await this.#turn();
+    return this.#settle(decision, cause, attempts, background);
+  }
+
+  /** The store calls of a settle begun by {@link #settle}. */
+  async #attempt(
+    decision: Settle,
+    cause: unknown,
+    attempts: number,
+    background: boolean,
+  ): Promise<void> {
     const operation = decision === 'released' ? 'release' : 'done';
     try {
       for (let attempt = 1; ; attempt++) {
         let owned: boolean;
         try {
-          owned =
-            operation === 'release'
-              ? await store.release(claimKey, this.#token)
-              : await store.done(claimKey, this.#token, doneTtlMs, this.#prepared.fingerprint);
+          owned = await this.#call(operation);
         } catch (error) {
           const failure = toStoreError(error, operation);
           if (!(failure instanceof StoreUnavailableError)) throw failure;
@@ -154,21 +172,39 @@ export class Lease<TPayload = unknown> {
           throw failure;
         }
         if (!owned) throw this.#lose(operation);
-        this.#phase = 'settled';
-        if (this.#host.reporting) {
-          const durationMs = Date.now() - this.#acquiredAt;
-          const detail = cause === undefined ? { durationMs } : { durationMs, error: cause };
-          this.#host.report(decision, this.#prepared.event, detail);
-        }
+        this.#settled(decision, cause);
         return;
       }
     } finally {
       if (this.#holding) await this.#releaseHold();
-      this.#settling = false;
-      const waiting = this.#waiting;
-      this.#waiting = undefined;
-      if (waiting !== undefined) for (const resume of waiting) resume();
+      this.#endTurn();
     }
+  }
+
+  /** The settle's store call. */
+  #call(operation: 'done' | 'release'): Promise<boolean> {
+    const { store } = this.#host;
+    const { claimKey } = this.#prepared;
+    return operation === 'release'
+      ? store.release(claimKey, this.#token)
+      : store.done(claimKey, this.#token, this.#host.doneTtlMs, this.#prepared.fingerprint);
+  }
+
+  #settled(decision: Settle, cause: unknown): void {
+    this.#phase = 'settled';
+    if (this.#host.reporting) {
+      const durationMs = Date.now() - this.#acquiredAt;
+      const detail = cause === undefined ? { durationMs } : { durationMs, error: cause };
+      this.#host.report(decision, this.#prepared.event, detail);
+    }
+  }
+
+  /** The settle in flight has finished: let the next one in. */
+  #endTurn(): void {
+    this.#settling = false;
+    const waiting = this.#waiting;
+    this.#waiting = undefined;
+    if (waiting !== undefined) for (const resume of waiting) resume();
   }
 
   /**

@@ -10,6 +10,8 @@ import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
 
 interface NodeCrypto {
   createHash(algorithm: 'sha256'): { update(text: string): { digest(encoding: 'hex'): string } };
+  /** One-shot hashing (Node 20.12+, 21.7+): no Hash object per call. */
+  hash?(algorithm: 'sha256', text: string, encoding: 'hex'): string;
 }
 
 const builtin = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process
@@ -17,9 +19,12 @@ const builtin = (globalThis as { process?: { getBuiltinModule?: (id: string) => 
 const nodeCrypto = builtin?.('node:crypto') as NodeCrypto | undefined;
 
 /** @internal The SHA-256 of a string's UTF-8 bytes, as 64 lowercase hex characters. */
-export const sha256: (text: string) => string = nodeCrypto
-  ? (text) => nodeCrypto.createHash('sha256').update(text).digest('hex')
-  : portable;
+export const sha256: (text: string) => string =
+  nodeCrypto === undefined
+    ? portable
+    : typeof nodeCrypto.hash === 'function'
+      ? (text) => nodeCrypto.hash!('sha256', text, 'hex')
+      : (text) => nodeCrypto.createHash('sha256').update(text).digest('hex');
 
 /** @internal The pure implementation, exported for the tests that compare the two. */
 export function portable(text: string): string {

@@ -81,20 +81,26 @@ const GONE =
   'the request body was consumed before hookgate() could read its raw bytes. ' +
   'Mount hookgate() first, or read the body through c.req (c.req.json(), c.req.text()), which keeps them';
 
-/** The exact body bytes, or why there are none. */
+/**
+ * The exact body bytes, or why there are none. Only Hono's public API: `c.req.raw`, and
+ * `c.req.arrayBuffer()`, which reads through Hono's body cache.
+ */
 async function rawBodyOf(
   c: Context,
   { gate, limit }: { gate: Gate<unknown>; limit: number },
 ): Promise<Uint8Array | 'too-large' | 'aborted'> {
-  // HonoRequest caches what was read; its own readers (json, text) keep the text.
-  const cache = c.req.bodyCache as Record<string, Promise<unknown> | undefined>;
-  let bytes: Uint8Array | undefined;
-  if (cache.arrayBuffer) bytes = new Uint8Array((await cache.arrayBuffer) as ArrayBuffer);
-  else if (cache.text) bytes = new TextEncoder().encode((await cache.text) as string);
-  if (bytes !== undefined) return bytes.byteLength > limit ? 'too-large' : bytes;
   const raw = c.req.raw;
-  if (raw.bodyUsed || Object.keys(cache).length > 0)
-    throw bodyConsumed(gate, '@hookgate/hono', GONE);
+  if (raw.bodyUsed) {
+    // Read before us. Through Hono's own readers (c.req.json(), text(), validators), which
+    // cache it: c.req.arrayBuffer() gives the bytes back. Through the Request itself: gone.
+    let bytes: Uint8Array;
+    try {
+      bytes = new Uint8Array(await c.req.arrayBuffer());
+    } catch {
+      throw bodyConsumed(gate, '@hookgate/hono', GONE);
+    }
+    return bytes.byteLength > limit ? 'too-large' : bytes;
+  }
   try {
     return await readLimited(c, raw, limit);
   } catch {
@@ -118,15 +124,18 @@ async function readLimited(
     const bytes = new Uint8Array(await c.req.arrayBuffer());
     return bytes.byteLength > limit ? 'too-large' : bytes;
   }
-  // Chunked: count the bytes as they come and stop at the limit.
+  // Chunked: count the bytes as they come and stop at the limit. They are read from a clone,
+  // so that the request keeps its body for the handler's c.req.json() / text().
   const chunks: Uint8Array[] = [];
   let size = 0;
-  if (raw.body !== null) {
-    const reader = raw.body.getReader();
+  const copy = raw.clone();
+  if (copy.body !== null) {
+    const reader = copy.body.getReader();
     for (let read = await reader.read(); !read.done; read = await reader.read()) {
       size += read.value.byteLength;
       if (size > limit) {
-        await reader.cancel();
+        // Both branches of the clone: only then does the runtime stop reading the request.
+        await Promise.all([reader.cancel(), raw.body?.cancel()]);
         return 'too-large';
       }
       chunks.push(read.value);
@@ -138,7 +147,5 @@ async function readLimited(
     body.set(chunk, offset);
     offset += chunk.byteLength;
   }
-  // Let the handler read the body again through c.req.json() / text().
-  (c.req.bodyCache as Record<string, Promise<unknown>>).arrayBuffer = Promise.resolve(body.buffer);
   return body;
 }

@@ -54,12 +54,28 @@ export interface NodeRedisClient {
   readonly nodeByAddress?: Map<string, unknown>;
   /** A cluster's client for one of its nodes. */
   nodeClient?(node: never): Promise<NodeRedisNodeClient>;
+  /**
+   * A view of the client with other command options (node-redis 5 and 6): the store sends its
+   * commands through `withCommandOptions({ timeout: 0 })`, without node-redis's own timeout.
+   */
+  withCommandOptions?(options: NodeRedisCommandOptions): NodeRedisCommands;
 }
+
+/** The command options the store sets on its view of the client. */
+export interface NodeRedisCommandOptions {
+  /** `0`: no node-redis timeout for the store's commands (the store keeps its own deadline). */
+  timeout: number;
+}
+
+/** The commands the store sends through a client (or its view with other command options). */
+export type NodeRedisCommands = Pick<NodeRedisClient, 'set' | 'evalSha' | 'eval'>;
 
 /** The client of one node of a node-redis cluster. */
 export interface NodeRedisNodeClient extends Omit<NodeRedisClient, 'nodeByAddress' | 'nodeClient'> {
   /** `ASKING`: the next command may touch a slot this node is importing. */
   asking(): Promise<unknown>;
+  /** As the cluster client's: a view of this node's client without node-redis's own timeout. */
+  withCommandOptions?(options: NodeRedisCommandOptions): NodeRedisCommands;
 }
 
 /** Options of {@link NodeRedisStore}: `timeoutMs`, the deadline of every operation (2000 ms). */
@@ -79,9 +95,13 @@ export type NodeRedisStoreOptions = RedisStoreOptions;
  * and RESP2 and RESP3 clients both work.
  *
  * Every operation has a deadline (`timeoutMs`): node-redis's own command timeout stops
- * counting once a command is written, so the store keeps its own. A timeout or a client error
- * rejects with `StoreUnavailableError`, its `cause` the underlying error. A timed-out command
- * may still run on the server, so its outcome is unknown, never "not claimed".
+ * counting once a command is written, so the store keeps its own, and it is the only one: the
+ * store sends its commands through `client.withCommandOptions({ timeout: 0 })`, so that they do
+ * not also pay node-redis's timer per command (node-redis 6 sets one of 5 s by default). A
+ * timeout or a client error rejects with `StoreUnavailableError`, its `cause` the underlying
+ * error. A timed-out command may still run on the server, so its outcome is unknown, never
+ * "not claimed"; one still waiting in node-redis's offline queue is sent when the client
+ * reconnects (`disableOfflineQueue: true` makes a disconnected client fail it at once).
  *
  * @example
  * ```ts
@@ -131,8 +151,20 @@ export class NodeRedisStore extends RedisStore {
   }
 }
 
-/** The three commands, as node-redis spells them. */
-function commands(on: Omit<NodeRedisClient, 'nodeByAddress' | 'nodeClient'>): RedisCommands {
+/**
+ * The three commands, as node-redis spells them, sent without node-redis's own command timeout
+ * where the client can be told so: the store's deadline is the one authority (an
+ * `AbortSignal.timeout` per command was the largest single CPU cost of a delivery). node-redis 6
+ * merges the options given with the client's; node-redis 5 replaces them, which for the store's
+ * commands only drops options it does not use.
+ */
+function commands(
+  client: NodeRedisCommands & Pick<NodeRedisClient, 'withCommandOptions'>,
+): RedisCommands {
+  const on: NodeRedisCommands =
+    typeof client.withCommandOptions === 'function'
+      ? client.withCommandOptions({ timeout: 0 })
+      : client;
   return {
     // Spelled out in full: node-redis silently drops SET options it does not know.
     setNxGet: (key, value, ttlMs) =>
