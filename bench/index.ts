@@ -2,9 +2,13 @@
  * `pnpm bench`: hookgate against raw-client baselines, all measured in one run, printed as one
  * Markdown table. It starts its own Redis (never the shared one on 6379) and stops it after.
  *
- *   pnpm bench                     the full run (about two minutes)
+ *   pnpm bench                     the full run (under three minutes)
  *   pnpm bench --quick             shorter rounds, for a smoke test (HOOKGATE_BENCH_QUICK=1 too)
- *   pnpm bench --only=redis,http   some sections: memory, keys, redis, postgres, http, fetch, fastify, otel
+ *   pnpm bench --only=redis,http   some sections: memory, keys, redis, peers, postgres, http, fetch,
+ *                                  fastify, otel
+ *   pnpm bench --burn              the whole run with a second process burning one core
+ *                                  (HOOKGATE_BENCH_BURN=1 too); without it, the peers section
+ *                                  measures its rows both ways
  *
  * The postgres section uses the shared PostgreSQL on 127.0.0.1:5432 (database `test`), in
  * tables of its own that it drops.
@@ -15,9 +19,10 @@ import { fastifyBench } from './src/fastify.js';
 import { fetchBench } from './src/fetch.js';
 import { httpBench } from './src/http.js';
 import { keysBench } from './src/keys.js';
-import type { Plan, Row } from './src/measure.js';
+import { type Burner, type Plan, type Row, startBurner } from './src/measure.js';
 import { memoryBench } from './src/memory.js';
 import { otelBench } from './src/otel.js';
+import { peersBench } from './src/peers.js';
 import { postgresBench } from './src/postgres.js';
 import { redisBench } from './src/redis.js';
 import { formatTable } from './src/table.js';
@@ -29,44 +34,65 @@ const only = args
   ?.slice('--only='.length)
   .split(',');
 const wanted = (section: string) => only === undefined || only.includes(section);
+const burn = args.includes('--burn') || process.env.HOOKGATE_BENCH_BURN === '1';
 
-const plans: Record<'micro' | 'redis' | 'http', Plan> = quick
+const plans: Record<'micro' | 'redis' | 'peers' | 'http', Plan> = quick
   ? {
       micro: { rounds: 2, roundMs: 200, warmupMs: 100 },
       redis: { rounds: 2, roundMs: 300, warmupMs: 100 },
+      peers: { rounds: 2, roundMs: 300, warmupMs: 100 },
       http: { rounds: 1, roundMs: 1000, warmupMs: 0 },
     }
   : {
-      micro: { rounds: 4, roundMs: 500, warmupMs: 300 },
-      redis: { rounds: 8, roundMs: 400, warmupMs: 300 },
+      // Sized so that the whole run stays under three minutes (the header prints each
+      // section's seconds): rounds are fixed in time, whatever the machine's load.
+      micro: { rounds: 4, roundMs: 300, warmupMs: 200 },
+      redis: { rounds: 5, roundMs: 400, warmupMs: 300 },
+      // Three sides, and every comparison twice (quiet, then one core burnt).
+      peers: { rounds: 4, roundMs: 400, warmupMs: 300 },
+      // autocannon runs whole seconds.
       http: { rounds: 2, roundMs: 2000, warmupMs: 0 },
     };
 
 const started = performance.now();
 const loadBefore = loadavg();
 const rows: Row[] = [];
-const redis = wanted('redis') || wanted('http') ? await startRedis() : undefined;
+const redis = wanted('redis') || wanted('peers') || wanted('http') ? await startRedis() : undefined;
+const burner: Burner | undefined = burn ? await startBurner() : undefined;
+const sections: [string, () => Promise<Row[]>][] = [
+  ['memory', () => memoryBench(plans.micro)],
+  ['keys', () => keysBench(plans.micro)],
+  ['redis', () => redisBench(redis!, plans.redis)],
+  ['peers', () => peersBench(redis!, plans.peers, burn ? 'already' : 'both')],
+  ['postgres', () => postgresBench(plans.redis)],
+  ['http', () => httpBench(redis!, plans.http)],
+  ['fetch', () => fetchBench(plans.micro)],
+  ['fastify', () => fastifyBench(plans.micro)],
+  ['otel', () => otelBench(plans.micro)],
+];
+/** Seconds each section took, to keep the whole run under three minutes. */
+const took: string[] = [];
 try {
-  if (wanted('memory')) rows.push(...(await memoryBench(plans.micro)));
-  if (wanted('keys')) rows.push(...(await keysBench(plans.micro)));
-  if (redis && wanted('redis')) rows.push(...(await redisBench(redis, plans.redis)));
-  if (wanted('postgres')) rows.push(...(await postgresBench(plans.redis)));
-  if (redis && wanted('http')) rows.push(...(await httpBench(redis, plans.http)));
-  if (wanted('fetch')) rows.push(...(await fetchBench(plans.micro)));
-  if (wanted('fastify')) rows.push(...(await fastifyBench(plans.micro)));
-  if (wanted('otel')) rows.push(...(await otelBench(plans.micro)));
+  for (const [name, run] of sections) {
+    if (!wanted(name)) continue;
+    const t = performance.now();
+    rows.push(...(await run()));
+    took.push(`${name} ${((performance.now() - t) / 1000).toFixed(0)}`);
+  }
 } finally {
+  burner?.stop();
   const version = redis ? (await redis.info('server'))['redis_version'] : undefined;
   await redis?.dispose();
   const cpu = cpus();
   console.log(
     [
-      `hookgate bench${quick ? ' (quick)' : ''}: ${cpu.length} x ${cpu[0]?.model.trim()}, ` +
+      `hookgate bench${quick ? ' (quick)' : ''}${burner ? ` (one core burnt by pid ${burner.pid})` : ''}: ${cpu.length} x ${cpu[0]?.model.trim()}, ` +
         `Node ${process.version}${version ? `, Redis ${version}` : ''}`,
       `load average ${loadBefore.map((l) => l.toFixed(2)).join(' ')} before, ` +
         `${loadavg()
           .map((l) => l.toFixed(2))
-          .join(' ')} after; ${((performance.now() - started) / 1000).toFixed(0)} s`,
+          .join(' ')} after; ${((performance.now() - started) / 1000).toFixed(0)} s ` +
+        `(${took.join(', ')})`,
       '',
       formatTable(rows),
     ].join('\n'),

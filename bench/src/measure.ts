@@ -3,6 +3,7 @@
  * process, so that load from elsewhere on the machine (other test runs, other engineers) falls
  * on both sides alike: the ratio is the figure to trust, the absolute rate is not.
  */
+import { spawn } from 'node:child_process';
 
 /** What one side of a comparison did. */
 export interface Stats {
@@ -145,3 +146,36 @@ export const asyncSide = (op: () => Promise<unknown>, concurrency: number): Side
   concurrency,
 });
 export const syncSide = (op: () => unknown): Side => ({ kind: 'sync', op });
+
+/** A second process burning one core, for measuring on a busy machine. */
+export interface Burner {
+  /** The burning process's id. */
+  readonly pid: number;
+  /** Kill it (by its pid); safe to call twice. */
+  stop(): void;
+}
+
+/**
+ * Start `node -e 'for(;;){}'`: one core busy until {@link Burner.stop}, or until this process
+ * exits (it is killed then too).
+ */
+export async function startBurner(): Promise<Burner> {
+  const child = spawn(process.execPath, ['-e', 'for(;;){}'], { stdio: 'ignore' });
+  const pid = child.pid;
+  if (pid === undefined) throw new Error('bench: could not start the burning process');
+  let alive = true;
+  const stop = () => {
+    if (!alive) return;
+    alive = false;
+    process.off('exit', stop);
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  };
+  process.on('exit', stop);
+  // Let it reach its loop before anything is measured.
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  return { pid, stop };
+}

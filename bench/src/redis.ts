@@ -4,8 +4,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createGate, type Gate } from '@hookgate/core';
-import { IoRedisStore } from '@hookgate/ioredis';
-import { NodeRedisStore } from '@hookgate/node-redis';
+import { type IoRedisClient, IoRedisStore } from '@hookgate/ioredis';
+import { type NodeRedisCommands, NodeRedisStore } from '@hookgate/node-redis';
 import type { RedisServer } from '@hookgate/redis-harness';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
@@ -90,8 +90,30 @@ export interface Client {
   sequenced: Gate;
   /** The same gate with `fingerprint: true`. */
   fingerprinted: Gate;
+  /**
+   * A sequenced gate over a store whose client view counts the commands it sends (round trips:
+   * the store sends each on its own), for the count only: the wrapper costs a little CPU.
+   */
+  counted: { sequenced: Gate; sent(): number };
   close(): Promise<void>;
 }
+
+/** A view of `client` with only `methods`, each call counted. */
+function counting<T extends object>(client: T, methods: readonly (keyof T & string)[]) {
+  let sent = 0;
+  const view = {} as T;
+  for (const name of methods) {
+    const method = client[name] as (...args: unknown[]) => unknown;
+    (view as Record<string, unknown>)[name] = (...args: unknown[]) => {
+      sent++;
+      return method.apply(client, args);
+    };
+  }
+  return { view, sent: () => sent };
+}
+
+const sequencedGate = (store: IoRedisStore | NodeRedisStore) =>
+  createGate({ store, eventId: 'id', sequence: { subject: 'subject', occurredAt: 'at' } });
 
 export async function connectClients(server: RedisServer): Promise<Client[]> {
   const io = new Redis({ host: '127.0.0.1', port: server.port });
@@ -101,23 +123,31 @@ export async function connectClients(server: RedisServer): Promise<Client[]> {
   const gates = (store: IoRedisStore | NodeRedisStore) => ({
     gate: createGate({ store, eventId: 'id' }),
     fingerprinted: createGate({ store, eventId: 'id', fingerprint: true }),
-    sequenced: createGate({
-      store,
-      eventId: 'id',
-      sequence: { subject: 'subject', occurredAt: 'at' },
-    }),
+    sequenced: sequencedGate(store),
   });
+  const ioCounted = counting(io as IoRedisClient, ['set', 'evalsha', 'eval']);
+  // The view the store itself would use: without node-redis's own command timeout.
+  const nrView = nr.withCommandOptions({ timeout: 0 }) as unknown as NodeRedisCommands;
+  const nrCounted = counting<NodeRedisCommands>(nrView, ['set', 'evalSha', 'eval']);
   return [
     {
       name: 'ioredis',
       raw: ioredisCommands(io),
       ...gates(new IoRedisStore(io)),
+      counted: {
+        sequenced: sequencedGate(new IoRedisStore(ioCounted.view)),
+        sent: ioCounted.sent,
+      },
       close: async () => void io.disconnect(),
     },
     {
       name: 'node-redis',
       raw: nodeRedisCommands(nr),
       ...gates(new NodeRedisStore(nr)),
+      counted: {
+        sequenced: sequencedGate(new NodeRedisStore(nrCounted.view)),
+        sent: nrCounted.sent,
+      },
       close: async () => nr.destroy(),
     },
   ];
@@ -127,6 +157,81 @@ export async function connectClients(server: RedisServer): Promise<Client[]> {
 const SUBJECTS = 1000;
 /** Done events redelivered by the duplicate benchmark. */
 const DUPLICATES = 10_000;
+
+/** Calls of each command the server ran since it started, by name (`INFO commandstats`). */
+async function commandCalls(server: RedisServer): Promise<Map<string, number>> {
+  const stats = await server.info('commandstats');
+  const calls = new Map<string, number>();
+  for (const [name, value] of Object.entries(stats)) {
+    const match = /^cmdstat_(.+)$/.exec(name);
+    const n = /(?:^|,)calls=(\d+)/.exec(value);
+    if (match && n) calls.set(match[1]!, Number(n[1]));
+  }
+  return calls;
+}
+
+/** Per delivery, each command's calls between two {@link commandCalls}, leaving out INFO. */
+function perDelivery(before: Map<string, number>, after: Map<string, number>, n: number) {
+  const each = new Map<string, number>();
+  for (const [name, calls] of after) {
+    if (name === 'info') continue;
+    const d = calls - (before.get(name) ?? 0);
+    if (d > 0) each.set(name, d / n);
+  }
+  return each;
+}
+
+/** Sequenced deliveries counted, before the measured rounds, at c=64. */
+const COUNTED = 4000;
+
+/**
+ * The sequenced path's round trips per delivery: the commands the store's client sends
+ * (counted on the client), and what the server ran (`INFO commandstats` before and after,
+ * which counts the commands a script runs as well as the script itself); the same for the
+ * baseline. Returns the row's note.
+ */
+async function countSequenced(
+  server: RedisServer,
+  c: Client,
+  next: () => { id: string; subject: string; at: number },
+): Promise<string> {
+  const pass = async (one: () => Promise<unknown>) => {
+    const before = await commandCalls(server);
+    let left = COUNTED;
+    await Promise.all(
+      Array.from({ length: 64 }, async () => {
+        while (left-- > 0) await one();
+      }),
+    );
+    return perDelivery(before, await commandCalls(server), COUNTED);
+  };
+  // Load the scripts first: a script's first run on a server is EVALSHA, NOSCRIPT, then EVAL.
+  for (let i = 0; i < 10; i++) await c.counted.sequenced.run({ payload: next() }, handler);
+  const sentBefore = c.counted.sent();
+  let applied = 0;
+  const gate = await pass(async () => {
+    const outcome = await c.counted.sequenced.run({ payload: next() }, handler);
+    if (outcome.status === 'processed') applied++;
+  });
+  const trips = (c.counted.sent() - sentBefore) / COUNTED;
+  const base = await pass(() => {
+    const e = next();
+    return baselineSequenced(c.raw, e.id, e.subject, e.at);
+  });
+  const f = (n: number | undefined) => (n ?? 0).toFixed(2).replace(/\.?0+$/, '');
+  const ran = (m: Map<string, number>) =>
+    [...m]
+      .sort((a, b) => b[1] - a[1])
+      .map(([name, n]) => `${f(n)} ${name.toUpperCase()}`)
+      .join(' + ');
+  const scripts = (gate.get('evalsha') ?? 0) + (gate.get('eval') ?? 0);
+  const total = [...gate.values()].reduce((a, b) => a + b, 0);
+  return (
+    `${f(trips)} round trips per delivery after the subject hold: ${f(trips - scripts)} SET + ` +
+    `${f(scripts)} EVALSHA, ${applied} of ${COUNTED} applied; Redis ran ${f(total)} commands ` +
+    `per delivery (INFO commandstats, scripts' own included: ${ran(gate)}); baseline ${ran(base)}`
+  );
+}
 
 export async function redisBench(server: RedisServer, plan: Plan): Promise<Row[]> {
   const rows: Row[] = [];
@@ -179,23 +284,26 @@ export async function redisBench(server: RedisServer, plan: Plan): Promise<Row[]
       await flush();
       let at = Date.now() - 60_000;
       let s = 0;
+      const sequenced = () => ({
+        id: nextId(),
+        subject: `sub_${s++ % SUBJECTS}`,
+        at: at++,
+      });
+      const count = await countSequenced(server, c, sequenced);
       const [seq, seqBase] = await alternate(
         [
-          asyncSide(
-            () =>
-              c.sequenced.run(
-                { payload: { id: nextId(), subject: `sub_${s++ % SUBJECTS}`, at: at++ } },
-                handler,
-              ),
-            64,
-          ),
-          asyncSide(() => baselineSequenced(c.raw, nextId(), `sub_${s++ % SUBJECTS}`, at++), 64),
+          asyncSide(() => c.sequenced.run({ payload: sequenced() }, handler), 64),
+          asyncSide(() => {
+            const e = sequenced();
+            return baselineSequenced(c.raw, e.id, e.subject, e.at);
+          }, 64),
         ],
         plan,
       );
       rows.push({
         section: 'Redis',
         name: `${c.name}: sequenced, c=64`,
+        note: count,
         stats: seq!,
         baseline: { name: '4 x SET', stats: seqBase! },
       });
