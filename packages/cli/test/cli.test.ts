@@ -516,12 +516,14 @@ describe('hookgate watch', () => {
       const early = (await insert(pool, namespace, 'evt:early')).rows[0].id as string;
       expect(Number(late)).toBeLessThan(Number(early));
       await watcher.until(() => watcher.lines().length >= 1);
-      // Several polls skip the id the open transaction holds.
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      await slow.query('COMMIT');
+      // A row printed after the skipped id proves polls went past it while it was invisible.
+      const marker = (await insert(pool, namespace, 'evt:marker')).rows[0].id as string;
       await watcher.until(() => watcher.lines().length >= 2);
+      await slow.query('COMMIT');
+      await watcher.until(() => watcher.lines().length >= 3);
       expect(printed(watcher).map(({ id, key }) => [id, key])).toEqual([
         [Number(early), 'evt:early'],
+        [Number(marker), 'evt:marker'],
         [Number(late), 'evt:late'],
       ]);
     } finally {
@@ -556,8 +558,10 @@ describe('hookgate watch', () => {
     }
     await insert(pool, namespace, 'evt:last');
     await watcher.until(() => watcher.lines().length >= 2);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(printed(watcher).map(({ key }) => key)).toEqual(['evt:after', 'evt:last']);
+    // Anything printed by mistake would come before a row written after it: wait for that row.
+    await insert(pool, namespace, 'evt:final');
+    await watcher.until(() => watcher.lines().length >= 3);
+    expect(printed(watcher).map(({ key }) => key)).toEqual(['evt:after', 'evt:last', 'evt:final']);
     const stopped = await watcher.stop('SIGINT');
     expect(stopped.code).toBe(0);
     expect(stopped.stderr).not.toMatch(/no longer waiting/);

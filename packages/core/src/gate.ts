@@ -233,19 +233,7 @@ class GateImpl<TPayload> implements Gate<TPayload> {
   ): Promise<Outcome<Awaited<TResult>>> {
     const prepared = prepareDelivery<TPayload>(this.#options, this.#report, delivery);
     const { event } = prepared;
-    // #acquire, inlined: an async step less per delivery (a promise and a turn of the queue).
-    const { store, claimTtlMs } = this.#options;
-    const token = ownerToken();
-    let state: ClaimState;
-    try {
-      state = await store.claim(prepared.claimKey, token, claimTtlMs, prepared.fingerprint);
-    } catch (error) {
-      throw this.#claimFailed(error, event);
-    }
-    const lease =
-      prepared.subjectKey === undefined || state !== 'acquired'
-        ? this.#admit(prepared, token, state)
-        : await this.#admitInSequence(prepared, token);
+    const lease = await this.#acquire(prepared);
     if (typeof lease === 'string') return { status: lease, key: event.key };
     let result: Awaited<TResult>;
     try {
@@ -396,19 +384,28 @@ class GateImpl<TPayload> implements Gate<TPayload> {
       : new ClaimHandle('acquired', prepared.event, lease, this.#options.claimTtlMs);
   }
 
-  /** Claim a prepared delivery and apply the sequence guard; reports the decision. */
-  async #acquire(prepared: Prepared<TPayload>): Promise<Lease<TPayload> | Refusal> {
+  /**
+   * Claim a prepared delivery and apply the sequence guard; reports the decision. Not `async`:
+   * one promise chained on the store's, rather than an async frame of its own per delivery.
+   */
+  #acquire(prepared: Prepared<TPayload>): Promise<Lease<TPayload> | Refusal> {
     const { store, claimTtlMs } = this.#options;
     const token = ownerToken();
-    let state: ClaimState;
+    let claiming: Promise<ClaimState>;
     try {
-      state = await store.claim(prepared.claimKey, token, claimTtlMs, prepared.fingerprint);
+      claiming = store.claim(prepared.claimKey, token, claimTtlMs, prepared.fingerprint);
     } catch (error) {
-      throw this.#claimFailed(error, prepared.event);
+      return Promise.reject(this.#claimFailed(error, prepared.event));
     }
-    return prepared.subjectKey === undefined || state !== 'acquired'
-      ? this.#admit(prepared, token, state)
-      : this.#admitInSequence(prepared, token);
+    return claiming.then(
+      (state) =>
+        prepared.subjectKey === undefined || state !== 'acquired'
+          ? this.#admit(prepared, token, state)
+          : this.#admitInSequence(prepared, token),
+      (error: unknown) => {
+        throw this.#claimFailed(error, prepared.event);
+      },
+    );
   }
 
   /** A claim the store failed: reported, and thrown as `StoreUnavailableError`. */
