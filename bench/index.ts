@@ -17,6 +17,7 @@ import { cpus, loadavg } from 'node:os';
 import { startRedis } from '@hookgate/redis-harness';
 import { fastifyBench } from './src/fastify.js';
 import { fetchBench } from './src/fetch.js';
+import { gateCpuBench } from './src/gate-cpu.js';
 import { httpBench } from './src/http.js';
 import { keysBench } from './src/keys.js';
 import { type Burner, type Plan, type Row, startBurner } from './src/measure.js';
@@ -62,6 +63,7 @@ const burner: Burner | undefined = burn ? await startBurner() : undefined;
 const sections: [string, () => Promise<Row[]>][] = [
   ['memory', () => memoryBench(plans.micro)],
   ['keys', () => keysBench(plans.micro)],
+  ['gate-cpu', () => gateCpuBench(plans.micro)],
   ['redis', () => redisBench(redis!, plans.redis)],
   ['peers', () => peersBench(redis!, plans.peers, burn ? 'already' : 'both')],
   ['postgres', () => postgresBench(plans.redis)],
