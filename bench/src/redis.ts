@@ -181,6 +181,38 @@ function perDelivery(before: Map<string, number>, after: Map<string, number>, n:
   return each;
 }
 
+/** Deliveries whose Redis CPU is measured per row (c=64), apart from the timed rounds. */
+const CPU_SAMPLE = 20_000;
+
+/**
+ * Redis's own CPU per operation (`INFO cpu`, user + system, before and after `CPU_SAMPLE`
+ * operations at c=64), in µs: what bounds one shard, whoever sends the commands.
+ */
+async function serverCpu(server: RedisServer, one: () => Promise<unknown>): Promise<number> {
+  const cpu = async () => {
+    const info = await server.info('cpu');
+    return Number(info['used_cpu_user']) + Number(info['used_cpu_sys']);
+  };
+  const before = await cpu();
+  let left = CPU_SAMPLE;
+  await Promise.all(
+    Array.from({ length: 64 }, async () => {
+      while (left-- > 0) await one();
+    }),
+  );
+  return ((await cpu()) - before) * (1e6 / CPU_SAMPLE);
+}
+
+/** A row's note on Redis CPU: the gate's and the baseline's, per delivery. */
+async function cpuNote(
+  server: RedisServer,
+  gate: () => Promise<unknown>,
+  base: () => Promise<unknown>,
+): Promise<string> {
+  const [g, b] = [await serverCpu(server, gate), await serverCpu(server, base)];
+  return `Redis CPU ${g.toFixed(1)} µs per delivery, baseline ${b.toFixed(1)} µs (INFO cpu, ${CPU_SAMPLE.toLocaleString('en')} at c=64)`;
+}
+
 /** Sequenced deliveries counted, before the measured rounds, at c=64. */
 const COUNTED = 4000;
 
@@ -248,9 +280,18 @@ export async function redisBench(server: RedisServer, plan: Plan): Promise<Row[]
           ],
           plan,
         );
+        const note =
+          concurrency === 64
+            ? await cpuNote(
+                server,
+                () => c.gate.run({ payload: { id: nextId() } }, handler),
+                () => baselineNew(c.raw, nextId()),
+              )
+            : undefined;
         rows.push({
           section: 'Redis',
           name: `${c.name}: new delivery, c=${concurrency}`,
+          ...(note ? { note } : {}),
           stats: gate!,
           baseline: { name: 'SET NX PX + SET', stats: base! },
           target: { ratio: 0.9 },
@@ -276,6 +317,11 @@ export async function redisBench(server: RedisServer, plan: Plan): Promise<Row[]
       rows.push({
         section: 'Redis',
         name: `${c.name}: duplicate, c=64`,
+        note: await cpuNote(
+          server,
+          () => c.gate.run({ payload: { id: redelivered() } }, handler),
+          () => c.raw.setNx(`${NS}:evt:${redelivered()}`, 'p:' + randomUUID(), CLAIM_TTL),
+        ),
         stats: dup!,
         baseline: { name: 'SET NX PX (fails)', stats: dupBase! },
       });
@@ -300,10 +346,18 @@ export async function redisBench(server: RedisServer, plan: Plan): Promise<Row[]
         ],
         plan,
       );
+      const seqCpu = await cpuNote(
+        server,
+        () => c.sequenced.run({ payload: sequenced() }, handler),
+        () => {
+          const e = sequenced();
+          return baselineSequenced(c.raw, e.id, e.subject, e.at);
+        },
+      );
       rows.push({
         section: 'Redis',
         name: `${c.name}: sequenced, c=64`,
-        note: count,
+        note: `${count}; ${seqCpu}`,
         stats: seq!,
         baseline: { name: '4 x SET', stats: seqBase! },
       });
