@@ -7,18 +7,21 @@ import { defineConfig } from 'vitest/config';
 const packages = readdirSync(new URL('./packages', import.meta.url)).filter(
   (name) => name !== 'nestjs',
 );
+/** Projects at the repository's top level rather than under packages/. */
+const TOP_LEVEL = ['examples', 'bench', 'scripts'];
 
 export default defineConfig({
   resolve: { conditions: ['@hookgate/source'] },
   ssr: { resolve: { conditions: ['@hookgate/source'], externalConditions: ['@hookgate/source'] } },
   test: {
     // bench/ holds only the round-trip test; the benchmarks themselves run with `pnpm bench`.
+    // scripts/ holds the tests of the repository's scripts (the prepack guard).
     projects: [
-      ...[...packages, 'examples', 'bench'].map((name) => ({
+      ...[...packages, ...TOP_LEVEL].map((name) => ({
         extends: true as const,
         test: {
           name,
-          root: name === 'examples' || name === 'bench' ? `./${name}` : `./packages/${name}`,
+          root: TOP_LEVEL.includes(name) ? `./${name}` : `./packages/${name}`,
           include: ['test/**/*.test.ts'],
         },
       })),

@@ -155,6 +155,11 @@ export class PostgresStore implements ClaimStore {
    * worker took over. The claim row is not locked while the handler runs. A handler that
    * throws rolls back, and the gate releases the claim.
    *
+   * `client` is the connection `pool.connect()` returned (a `pg` `PoolClient`): a query builder
+   * writes the effect through it, `drizzle(client)`, or a Kysely whose pool hands out that one
+   * connection and releases nothing (see the adapter's docs). Never open the builder's own
+   * transaction on it: its `COMMIT` would commit this one before the fence.
+   *
    * Needs a `Pool` (`connect()`).
    */
   transaction<TPayload, TResult>(
