@@ -4,8 +4,8 @@
  *
  *   pnpm bench                     the full run (under three minutes)
  *   pnpm bench --quick             shorter rounds, for a smoke test (HOOKGATE_BENCH_QUICK=1 too)
- *   pnpm bench --only=redis,http   some sections: memory, keys, redis, peers, postgres, http, fetch,
- *                                  fastify, otel
+ *   pnpm bench --only=redis,http   some sections: memory, keys, gate-cpu, redis, peers, postgres,
+ *                                  http, fetch, fastify, otel
  *   pnpm bench --burn              the whole run with a second process burning one core
  *                                  (HOOKGATE_BENCH_BURN=1 too); without it, the peers section
  *                                  measures its rows both ways

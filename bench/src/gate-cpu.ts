@@ -4,7 +4,6 @@
  * commands sent by hand to that client. What is left is what hookgate adds in Node per delivery:
  * key derivation, the owner token, the lease, the store's deadlines and reply mapping.
  */
-import { randomUUID } from 'node:crypto';
 import { createGate } from '@hookgate/core';
 import { type IoRedisClient, IoRedisStore } from '@hookgate/ioredis';
 import { alternate, asyncSide, type Plan, type Row } from './measure.js';
@@ -30,8 +29,6 @@ const handler = () => 'ok';
 
 export async function gateCpuBench(plan: Plan): Promise<Row[]> {
   const gate = createGate({ store: new IoRedisStore(instant), eventId: 'id' });
-  // The baseline's token is a UUID, as in the Redis rows; drawing one is part of its work.
-  randomUUID();
   const [run, base] = await alternate(
     [
       asyncSide(() => gate.run({ payload: { id: nextId() } }, handler), 1),

@@ -21,6 +21,7 @@ export {
 } from './cluster.js';
 export { parseInfo, type Reply, ReplyError, rawCommand, SHARED_REDIS_PORT } from './resp.js';
 export {
+  deadPort,
   freePort,
   REDIS_SERVER,
   RedisServer,

@@ -114,6 +114,25 @@ export async function freePort(): Promise<number> {
   }
 }
 
+/**
+ * A loopback port no Redis will ever answer on, for clients that must never reach a server:
+ * held, for as long as the test needs it, by a server that closes every connection at once. A
+ * merely free port can be taken meanwhile by a `redis-server` another test process starts, and
+ * a client retrying in the background would then reach it.
+ */
+export async function deadPort(): Promise<{ port: number; close(): Promise<void> }> {
+  const holder = createServer((socket) => socket.destroy());
+  holder.unref();
+  const port = await new Promise<number>((resolve, reject) => {
+    holder.on('error', reject);
+    holder.listen(0, '127.0.0.1', () => {
+      const address = holder.address();
+      resolve(typeof address === 'object' && address ? address.port : 0);
+    });
+  });
+  return { port, close: () => new Promise<void>((resolve) => holder.close(() => resolve())) };
+}
+
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**

@@ -1,7 +1,7 @@
 import { claimStoreSuite, type StoreFactory } from '@hookgate/store-conformance';
 import { afterAll, beforeAll, vi } from 'vitest';
 import { type RedisCluster, startCluster } from '../cluster.js';
-import { freePort, type RedisServer, startRedis } from '../server.js';
+import { deadPort, type RedisServer, startRedis } from '../server.js';
 import { type RedisDriver, tracked } from './driver.js';
 
 /** How soon the stores below, with a 300 ms deadline, must fail when Redis is out of reach. */
@@ -35,12 +35,18 @@ export function conformanceTests<C extends object>(given: RedisDriver<C>): void 
   vi.setConfig({ maxConcurrency: 20 });
   let server: RedisServer;
   let cluster: RedisCluster;
+  // Where the unreachable clients point: held, so that no Redis started meanwhile takes it.
+  let dead: Awaited<ReturnType<typeof deadPort>>;
   beforeAll(async () => {
-    [server, cluster] = await Promise.all([startRedis(), startCluster({ masters: 3 })]);
+    [server, cluster, dead] = await Promise.all([
+      startRedis(),
+      startCluster({ masters: 3 }),
+      deadPort(),
+    ]);
   });
   afterAll(async () => {
     driver.disposeAll();
-    await Promise.all([server?.dispose(), cluster?.dispose()]);
+    await Promise.all([server?.dispose(), cluster?.dispose(), dead?.close()]);
   });
 
   claimStoreSuite(
@@ -48,8 +54,7 @@ export function conformanceTests<C extends object>(given: RedisDriver<C>): void 
     roundRobin(driver, () => driver.client(server.port)),
     {
       // A client that can never connect: commands wait in its offline queue until the deadline.
-      unavailable: async () =>
-        driver.store(await driver.unreachable(await freePort()), UNAVAILABLE),
+      unavailable: async () => driver.store(await driver.unreachable(dead.port), UNAVAILABLE),
       unavailableWithinMs: UNAVAILABLE_WITHIN_MS,
     },
   );
@@ -58,10 +63,7 @@ export function conformanceTests<C extends object>(given: RedisDriver<C>): void 
     roundRobin(driver, () => driver.cluster(cluster.rootNodes)),
     {
       unavailable: async () =>
-        driver.store(
-          await driver.unreachableCluster(cluster.rootNodes, await freePort()),
-          UNAVAILABLE,
-        ),
+        driver.store(await driver.unreachableCluster(cluster.rootNodes, dead.port), UNAVAILABLE),
       unavailableWithinMs: UNAVAILABLE_WITHIN_MS,
     },
   );
