@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { createGate } from '@hookgate/core';
 import pg from 'pg';
+import { expect } from 'vitest';
+import type { PostgresStore } from '../src/index.js';
 
 /** The shared server the tests use (trust auth, database `test`); never stopped by them. */
 export const SHARED = { host: '127.0.0.1', port: 5432, user: 'postgres', database: 'test' };
@@ -25,4 +28,53 @@ export function uniqueTable(prefix = 'hookgate_test'): string {
 /** Drop the tables a test made. */
 export async function drop(on: pg.Pool, ...tables: string[]): Promise<void> {
   for (const table of tables) await on.query(`DROP TABLE IF EXISTS "${table}"`);
+}
+
+/** A write on a transaction's connection, for the event's claim key. */
+export type TxWrite = (client: pg.PoolClient, key: string) => Promise<unknown>;
+
+/**
+ * Worker A's lease expires mid-transaction while worker B processes the same event. A (a 300 ms
+ * claim) runs `writeA` in `store.transaction` and waits there; once A's claim has expired by the
+ * database clock (polled with `store.inspect`, not a fixed sleep), B runs `writeB` in a
+ * transaction of its own and must process the event; then A goes on to its fence, and a third
+ * delivery must be a duplicate.
+ * @returns how A's run ended (its result or its error), and the event's claim key
+ */
+export async function overtaken(
+  store: PostgresStore,
+  writeA: TxWrite,
+  writeB: TxWrite,
+): Promise<{ a: unknown; key: string }> {
+  const namespace = `fence-${randomUUID()}`;
+  const gateOf = (claimTtlMs: number) =>
+    createGate({ store, eventId: 'id', namespace, claimTtlMs });
+  const [a, b] = [gateOf(300), gateOf(60_000)];
+  const delivery = { payload: { id: 'evt_1' } };
+  const key = `${namespace}:evt:evt_1`;
+  let tookOver!: () => void;
+  const takenOver = new Promise<void>((resolve) => (tookOver = resolve));
+  let wrote!: () => void;
+  const written = new Promise<void>((resolve) => (wrote = resolve));
+  const slow = a.run(
+    delivery,
+    store.transaction(async (event, client) => {
+      await writeA(client as pg.PoolClient, event.lease!.key);
+      wrote();
+      await takenOver; // A's claim expires meanwhile, and B processes the event
+    }),
+  );
+  await Promise.race([written, slow]); // A holds its claim (or failed: the checks below say so)
+  await expect
+    .poll(async () => (await store.inspect(key)).kind, { timeout: 10_000, interval: 25 })
+    .toBe('absent');
+  const second = await b.run(
+    delivery,
+    store.transaction((event, client) => writeB(client as pg.PoolClient, event.lease!.key)),
+  );
+  expect(second.status).toBe('processed');
+  tookOver();
+  const ended = await slow.catch((error: unknown) => error);
+  expect((await b.run(delivery, () => 'again')).status).toBe('duplicate');
+  return { a: ended, key };
 }

@@ -13,9 +13,7 @@ import { Kysely, PostgresDialect } from 'kysely';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../src/index.js';
-import { drop, pool, uniqueTable } from './db.js';
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+import { drop, overtaken, pool, uniqueTable } from './db.js';
 
 const shared = pool({ max: 10 });
 const claims = uniqueTable();
@@ -84,37 +82,15 @@ const libraries: Record<'Drizzle' | 'Kysely', { write: Write; inItsOwnTransactio
   },
 };
 
-/**
- * Worker A writes through `write` in `store.transaction` and waits there until its 300 ms claim
- * has expired and worker B has processed the event (B's write is plain SQL); then A's fence runs.
- * @returns how A's run ended, and who wrote the event's effect rows
- */
+/** A's write through `write`, B's in plain SQL; then who wrote the event's effect rows. */
 async function afterLostLease(write: Write): Promise<{ a: unknown; rows: string[] }> {
-  const namespace = `orm-fence-${randomUUID()}`;
-  const a = createGate({ store, eventId: 'id', namespace, claimTtlMs: 300 });
-  const b = createGate({ store, eventId: 'id', namespace, claimTtlMs: 60_000 });
-  const delivery = { payload: { id: 'evt_1' } };
-  let tookOver!: () => void;
-  const takenOver = new Promise<void>((resolve) => (tookOver = resolve));
-  const slow = a.run(
-    delivery,
-    store.transaction(async (event, client) => {
-      await write(client as pg.PoolClient, event.lease!.key, 'a');
-      await takenOver; // A's claim expires meanwhile, and B processes the event
-    }),
+  const { a, key } = await overtaken(
+    store,
+    (client, eventKey) => write(client, eventKey, 'a'),
+    (client, eventKey) =>
+      client.query(`INSERT INTO "${effectsTable}" VALUES ($1, 'b')`, [eventKey]),
   );
-  await sleep(450);
-  const second = await b.run(
-    delivery,
-    store.transaction(async (event, client) => {
-      await client.query(`INSERT INTO "${effectsTable}" VALUES ($1, 'b')`, [event.lease!.key]);
-    }),
-  );
-  expect(second.status).toBe('processed');
-  tookOver();
-  const ended = await slow.catch((error: unknown) => error);
-  expect((await b.run(delivery, () => 'again')).status).toBe('duplicate');
-  return { a: ended, rows: (await effectRows(`${namespace}:evt:evt_1`)).sort() };
+  return { a, rows: (await effectRows(key)).sort() };
 }
 
 beforeAll(async () => {

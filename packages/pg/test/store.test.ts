@@ -10,7 +10,7 @@ import {
   type PgResult,
   PostgresStore,
 } from '../src/index.js';
-import { drop, pool, uniqueTable } from './db.js';
+import { drop, overtaken, pool, uniqueTable } from './db.js';
 
 /** The adapter's docs, whose claims-table SQL teams that run their own migrations run. */
 const DOCS = readFileSync(new URL('../../../docs/adapters/postgres.md', import.meta.url), 'utf8');
@@ -241,32 +241,11 @@ describe('store.transaction: effects exactly once', () => {
     createGate({ store, eventId: 'id', namespace, claimTtlMs });
 
   it('a worker whose lease expired mid-transaction, after another took over, rolls back: one effect', async () => {
-    const namespace = `fence-${randomUUID()}`;
-    const a = gateOf(namespace, 300);
-    const b = gateOf(namespace, 60_000);
-    const delivery = { payload: { id: 'evt_1' } };
-    const key = `${namespace}:evt:evt_1`;
-    let tookOver!: () => void;
-    const takenOver = new Promise<void>((resolve) => (tookOver = resolve));
-    const slow = a.run(
-      delivery,
-      store.transaction(async (event, client) => {
-        await client.query(`INSERT INTO "${effects}" VALUES ($1, 'a')`, [event.lease!.key]);
-        await takenOver; // A's claim expires meanwhile, and B processes the event
-      }),
-    );
-    await sleep(450);
-    const second = await b.run(
-      delivery,
-      store.transaction(async (event, client) => {
-        await client.query(`INSERT INTO "${effects}" VALUES ($1, 'b')`, [event.lease!.key]);
-      }),
-    );
-    expect(second.status).toBe('processed');
-    tookOver();
-    await expect(slow).rejects.toBeInstanceOf(LeaseLostError);
+    const insert = (worker: string) => (client: pg.PoolClient, key: string) =>
+      client.query(`INSERT INTO "${effects}" VALUES ($1, '${worker}')`, [key]);
+    const { a, key } = await overtaken(store, insert('a'), insert('b'));
+    expect(a).toBeInstanceOf(LeaseLostError);
     expect(await effectRows(key)).toEqual(['b']);
-    expect((await b.run(delivery, () => 'again')).status).toBe('duplicate');
   });
 
   it('a worker whose lease expired while nobody took the key still commits: one effect', async () => {
