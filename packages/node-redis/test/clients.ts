@@ -12,6 +12,8 @@ export interface TestClient {
   eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
   ping(): Promise<unknown>;
   destroy(): void;
+  /** Connected and ready for commands (false once the client saw its socket close). */
+  readonly isReady: boolean;
 }
 
 export interface ClientOptions {
