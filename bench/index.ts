@@ -12,6 +12,10 @@
  *
  * The postgres section uses the shared PostgreSQL on 127.0.0.1:5432 (database `test`), in
  * tables of its own that it drops.
+ *
+ * It measures the built packages (dist/, the JavaScript users install): `pnpm bench` runs
+ * `pnpm build` first when a package's build is missing or older than its sources
+ * (scripts/ensure-built.mjs). Only this harness goes through tsx.
  */
 import { cpus, loadavg } from 'node:os';
 import { startRedis } from '@hookgate/redis-harness';

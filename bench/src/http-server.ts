@@ -3,7 +3,7 @@
  * with autocannon: one framework, two routes on one app, `POST /hookgate` (the binding) and
  * `POST /baseline` (the same route written by hand with the baseline commands). Both use one
  * ioredis client. Started as `http-server.ts <express|koa|hono> <redisPort>`; it sends its
- * port to the parent over IPC.
+ * port to the parent over IPC, and its CPU time whenever the parent asks (`{ cpu: true }`).
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
@@ -102,6 +102,11 @@ const listening = () => {
 if (server.listening) listening();
 else if (framework === 'hono') server.once('listening', listening);
 else server.listen(0, '127.0.0.1', listening);
+// The parent asks for this process's CPU time around each load, so that a route's CPU per
+// request can be told apart from autocannon's and Redis's share of the machine.
+process.on('message', (message) => {
+  if ((message as { cpu?: boolean }).cpu) process.send?.({ cpu: process.cpuUsage() });
+});
 process.on('disconnect', () => {
   server.close();
   redis.disconnect();

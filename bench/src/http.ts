@@ -16,7 +16,7 @@ async function startServer(
   framework: string,
   redisPort: number,
 ): Promise<{ port: number; child: ChildProcess }> {
-  // fork() passes on this process's execArgv: tsx's loader and the @hookgate/source condition.
+  // fork() passes on this process's execArgv: tsx's loader (the packages are their built dist/).
   const child = fork(SERVER, [framework, String(redisPort)], { stdio: 'inherit' });
   const port = await new Promise<number>((resolve, reject) => {
     child.once('message', (message) => resolve((message as { port: number }).port));
@@ -33,11 +33,33 @@ interface Acc {
   p50: number[];
   p99: number[];
   failed: number;
+  /** The server process's CPU time over these loads, in ms. */
+  cpuMs: number;
 }
 
-async function load(port: number, path: string, seconds: number, into: Acc): Promise<void> {
+/** The server's CPU time so far, in ms (user + system), asked over IPC. */
+function serverCpuMs(child: ChildProcess): Promise<number> {
+  return new Promise((resolve) => {
+    const onMessage = (message: unknown) => {
+      const cpu = (message as { cpu?: NodeJS.CpuUsage }).cpu;
+      if (cpu === undefined) return;
+      child.off('message', onMessage);
+      resolve((cpu.user + cpu.system) / 1000);
+    };
+    child.on('message', onMessage);
+    child.send({ cpu: true });
+  });
+}
+
+async function load(
+  server: { port: number; child: ChildProcess },
+  path: string,
+  seconds: number,
+  into: Acc,
+): Promise<void> {
+  const cpuBefore = await serverCpuMs(server.child);
   const result = await autocannon({
-    url: `http://127.0.0.1:${port}${path}`,
+    url: `http://127.0.0.1:${server.port}${path}`,
     connections: CONNECTIONS,
     duration: seconds,
     requests: [
@@ -61,6 +83,7 @@ async function load(port: number, path: string, seconds: number, into: Acc): Pro
   into.p50.push(result.latency.p50);
   into.p99.push(result.latency.p99);
   into.failed += result.non2xx + result.errors + result.timeouts;
+  into.cpuMs += (await serverCpuMs(server.child)) - cpuBefore;
 }
 
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
@@ -68,8 +91,8 @@ const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 function stats(acc: Acc): Stats {
   return {
     opsPerSec: acc.requests / acc.seconds,
-    // The server runs in another process: this process's CPU time says nothing about it.
-    opsPerCpuSec: Number.NaN,
+    // The server's CPU time, not this process's (autocannon's): what the route costs.
+    opsPerCpuSec: acc.requests / (acc.cpuMs / 1000),
     p50: mean(acc.p50),
     p99: mean(acc.p99),
     ops: acc.requests,
@@ -86,30 +109,36 @@ export async function httpBench(redis: RedisServer, plan: Plan): Promise<Row[]> 
   );
   for (const framework of frameworks) {
     await redis.command('FLUSHALL');
-    const { port, child } = await startServer(framework, redis.port);
+    const server = await startServer(framework, redis.port);
+    const { child } = server;
     try {
-      const fresh = (): Acc => ({ requests: 0, seconds: 0, p50: [], p99: [], failed: 0 });
+      const fresh = (): Acc => ({ requests: 0, seconds: 0, p50: [], p99: [], failed: 0, cpuMs: 0 });
       const gated = fresh();
       const base = fresh();
       // Warm-up: JIT, connection pools, Redis script cache.
-      await load(port, '/hookgate', 1, fresh());
-      await load(port, '/baseline', 1, fresh());
+      await load(server, '/hookgate', 1, fresh());
+      await load(server, '/baseline', 1, fresh());
       for (let round = 0; round < plan.rounds; round++) {
         const order: [string, Acc][] = [
           ['/hookgate', gated],
           ['/baseline', base],
         ];
         if (round % 2 === 1) order.reverse();
-        for (const [path, acc] of order) await load(port, path, seconds, acc);
+        for (const [path, acc] of order) await load(server, path, seconds, acc);
       }
       const failed = gated.failed + base.failed;
+      const perRequest = (acc: Acc) => ((acc.cpuMs * 1000) / acc.requests).toFixed(0);
+      const cpu =
+        `server CPU per request ${perRequest(gated)} µs, by hand ${perRequest(base)} µs: ` +
+        `${(base.cpuMs / base.requests / (gated.cpuMs / gated.requests)).toFixed(2)}x`;
       rows.push({
         section: 'HTTP',
         name: `${framework}: hookgate() route, ${CONNECTIONS} connections`,
         stats: stats(gated),
         baseline: { name: 'same route by hand', stats: stats(base) },
         target: { ratio: 0.95 },
-        ...(failed > 0 ? { note: `${failed} non-2xx or failed requests` } : {}),
+        perCpu: true,
+        note: failed > 0 ? `${cpu}; ${failed} non-2xx or failed requests` : cpu,
       });
     } finally {
       child.disconnect();
