@@ -53,7 +53,7 @@ const plans: Record<'micro' | 'redis' | 'peers' | 'http', Plan> = quick
       // section's seconds): rounds are fixed in time, whatever the machine's load.
       micro: { rounds: 4, roundMs: 300, warmupMs: 200 },
       redis: { rounds: 5, roundMs: 400, warmupMs: 300 },
-      // Three sides, and every comparison twice (quiet, then one core burnt).
+      // Four sides, and every comparison twice (quiet, then one core burnt).
       peers: { rounds: 4, roundMs: 400, warmupMs: 300 },
       // autocannon runs whole seconds.
       http: { rounds: 2, roundMs: 2000, warmupMs: 0 },

@@ -1,7 +1,10 @@
 /**
- * Peers: `gate.run` over IoRedisStore against other idempotency libraries doing the same job
- * (a new delivery: claim, the handler, store the outcome), each as its documentation sets it
- * up, in one process, against the bench's own Redis, in the same alternating rounds.
+ * Peers: `gate.run` over IoRedisStore, and over NodeRedisStore, against other idempotency
+ * libraries doing the same job (a new delivery: claim, the handler, store the outcome), each as
+ * its documentation sets it up, in one process, against the bench's own Redis, in the same
+ * alternating rounds. NodeRedisStore is there because both peers use node-redis, which writes
+ * the commands of one tick to the socket in one write, where ioredis writes each on its own:
+ * at c=64 that difference is the client, not the library.
  *
  * - node-idempotency (`@node-idempotency/core` over `@node-idempotency/storage-adapter-redis`,
  *   which makes its own node-redis 4 client): `SET key NX PX` of an in-progress record, the
@@ -17,6 +20,7 @@ import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempo
 import { CachePersistenceLayer } from '@aws-lambda-powertools/idempotency/cache';
 import { createGate } from '@hookgate/core';
 import { IoRedisStore } from '@hookgate/ioredis';
+import { NodeRedisStore } from '@hookgate/node-redis';
 import type { RedisServer } from '@hookgate/redis-harness';
 import { Idempotency } from '@node-idempotency/core';
 import { RedisStorageAdapter } from '@node-idempotency/storage-adapter-redis';
@@ -29,6 +33,7 @@ const handler = () => 'ok';
 
 interface Peers {
   hookgate(id: string): Promise<unknown>;
+  hookgateNodeRedis(id: string): Promise<unknown>;
   nodeIdempotency(id: string): Promise<unknown>;
   powertools(id: string): Promise<unknown>;
   close(): Promise<void>;
@@ -40,6 +45,10 @@ async function connectPeers(server: RedisServer): Promise<Peers> {
   const io = new Redis(socket);
   await io.ping();
   const gate = createGate({ store: new IoRedisStore(io), eventId: 'id' });
+  const nodeRedis = createClient({ socket });
+  nodeRedis.on('error', () => {});
+  await nodeRedis.connect();
+  const nodeRedisGate = createGate({ store: new NodeRedisStore(nodeRedis), eventId: 'id' });
 
   const storage = new RedisStorageAdapter({ socket });
   await storage.connect();
@@ -63,6 +72,7 @@ async function connectPeers(server: RedisServer): Promise<Peers> {
 
   return {
     hookgate: (id) => gate.run({ payload: { id } }, handler),
+    hookgateNodeRedis: (id) => nodeRedisGate.run({ payload: { id } }, handler),
     async nodeIdempotency(id) {
       const request = { headers: { 'idempotency-key': id }, path: '/webhook', method: 'POST' };
       const cached = await idempotency.onRequest(request);
@@ -74,6 +84,7 @@ async function connectPeers(server: RedisServer): Promise<Peers> {
     powertools: (id) => idempotent({ id }),
     async close() {
       io.disconnect();
+      nodeRedis.destroy();
       await storage.disconnect();
       client.destroy();
     },
@@ -87,10 +98,10 @@ const TARGETS = {
 } as const;
 
 /**
- * Each concurrency is one three-way comparison (hookgate, node-idempotency, Powertools), so
- * the two rows of a concurrency share hookgate's rounds. With `busy: 'both'`, everything is
- * measured again with a second process burning one core; with `'already'`, the whole run has
- * one (`--burn`) and the rows say so.
+ * Each concurrency is one four-way comparison (hookgate over each store, node-idempotency,
+ * Powertools), so the rows of a concurrency share each side's rounds. With `busy: 'both'`,
+ * everything is measured again with a second process burning one core; with `'already'`, the
+ * whole run has one (`--burn`) and the rows say so.
  */
 export async function peersBench(
   server: RedisServer,
@@ -103,26 +114,32 @@ export async function peersBench(
   const measure = async (label: string) => {
     for (const concurrency of [64, 1] as const) {
       await flush();
-      const [hookgate, nodeIdempotency, powertools] = await alternate(
+      const [hookgate, hookgateNodeRedis, nodeIdempotency, powertools] = await alternate(
         [
           asyncSide(() => peers.hookgate(nextId()), concurrency),
+          asyncSide(() => peers.hookgateNodeRedis(nextId()), concurrency),
           asyncSide(() => peers.nodeIdempotency(nextId()), concurrency),
           asyncSide(() => peers.powertools(nextId()), concurrency),
         ],
         plan,
       );
-      for (const [peer, name, stats] of [
-        ['nodeIdempotency', 'node-idempotency 1.0 (node-redis 4)', nodeIdempotency!],
-        ['powertools', 'Powertools idempotency 2.35 (node-redis 6)', powertools!],
+      for (const [store, ours] of [
+        ['IoRedisStore', hookgate!],
+        ['NodeRedisStore', hookgateNodeRedis!],
       ] as const) {
-        const ratio = TARGETS[peer][concurrency];
-        rows.push({
-          section: 'Peers',
-          name: `gate.run over IoRedisStore, new delivery, c=${concurrency}${label}`,
-          stats: hookgate!,
-          baseline: { name, stats },
-          ...(ratio === undefined ? {} : { target: { ratio } }),
-        });
+        for (const [peer, name, stats] of [
+          ['nodeIdempotency', 'node-idempotency 1.0 (node-redis 4)', nodeIdempotency!],
+          ['powertools', 'Powertools idempotency 2.35 (node-redis 6)', powertools!],
+        ] as const) {
+          const ratio = TARGETS[peer][concurrency];
+          rows.push({
+            section: 'Peers',
+            name: `gate.run over ${store}, new delivery, c=${concurrency}${label}`,
+            stats: ours,
+            baseline: { name, stats },
+            ...(ratio === undefined ? {} : { target: { ratio } }),
+          });
+        }
       }
     }
   };
