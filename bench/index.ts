@@ -2,7 +2,7 @@
  * `pnpm bench`: hookgate against raw-client baselines, all measured in one run, printed as one
  * Markdown table. It starts its own Redis (never the shared one on 6379) and stops it after.
  *
- *   pnpm bench                     the full run (under three minutes)
+ *   pnpm bench                     the full run (under three minutes, once built)
  *   pnpm bench --quick             shorter rounds, for a smoke test (HOOKGATE_BENCH_QUICK=1 too)
  *   pnpm bench --only=redis,http   some sections: memory, keys, gate-cpu, redis, peers, postgres,
  *                                  http, fetch, fastify, otel
