@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createGate } from '@hookgate/core';
 import pg from 'pg';
 import { expect } from 'vitest';
@@ -18,6 +19,36 @@ export function pool(options: pg.PoolConfig = {}): pg.Pool {
   made.on('error', () => {});
   made.on('connect', (client) => client.on('error', () => {}));
   return made;
+}
+
+/** The adapter's docs, whose setup SQL teams that run their own migrations run. */
+const DOCS = readFileSync(new URL('../../../docs/adapters/postgres.md', import.meta.url), 'utf8');
+
+/** The docs' SQL block that creates `table`. */
+export function documentedSql(table: string): string {
+  const documented = [...DOCS.matchAll(/```sql\n([\s\S]*?)```/g)]
+    .map((match) => match[1]!)
+    .find((sql) => sql.includes(`CREATE TABLE IF NOT EXISTS ${table} `));
+  expect(documented, `docs/adapters/postgres.md shows the SQL of ${table}`).toBeDefined();
+  return documented!;
+}
+
+/**
+ * The `CREATE` statements of some SQL, in order, with whitespace normalised (runs collapsed, none
+ * beside parentheses and commas) and identifiers unquoted: the docs write `hookgate_claims`
+ * where the store writes `"hookgate_claims"`, the same name.
+ */
+export function creates(sql: string): string[] {
+  return sql
+    .split(';')
+    .map((statement) =>
+      statement
+        .replaceAll('"', '')
+        .replaceAll(/\s+/g, ' ')
+        .replaceAll(/ ?([(),]) ?/g, '$1')
+        .trim(),
+    )
+    .filter((statement) => statement.startsWith('CREATE '));
 }
 
 /** A table name no other test uses. */

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { createGate, type Gate, HookgateError, LeaseLostError } from '@hookgate/core';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -10,28 +9,7 @@ import {
   type PgResult,
   PostgresStore,
 } from '../src/index.js';
-import { drop, overtaken, pool, uniqueTable } from './db.js';
-
-/** The adapter's docs, whose claims-table SQL teams that run their own migrations run. */
-const DOCS = readFileSync(new URL('../../../docs/adapters/postgres.md', import.meta.url), 'utf8');
-
-/**
- * The `CREATE` statements of some SQL, in order, with whitespace normalised (runs collapsed, none
- * beside parentheses and commas) and identifiers unquoted: the docs write `hookgate_claims`
- * where the store writes `"hookgate_claims"`, the same name.
- */
-function creates(sql: string): string[] {
-  return sql
-    .split(';')
-    .map((statement) =>
-      statement
-        .replaceAll('"', '')
-        .replaceAll(/\s+/g, ' ')
-        .replaceAll(/ ?([(),]) ?/g, '$1')
-        .trim(),
-    )
-    .filter((statement) => statement.startsWith('CREATE '));
-}
+import { creates, documentedSql, drop, overtaken, pool, uniqueTable } from './db.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -92,11 +70,7 @@ describe('PostgresStore', () => {
       'CREATE TABLE IF NOT EXISTS hookgate_claims',
       'CREATE INDEX IF NOT EXISTS hookgate_claims_expires_at ON hookgate_claims',
     ]);
-    const documented = [...DOCS.matchAll(/```sql\n([\s\S]*?)```/g)]
-      .map((match) => match[1]!)
-      .find((sql) => sql.includes('CREATE TABLE IF NOT EXISTS hookgate_claims'));
-    expect(documented, 'the docs show the claims table').toBeDefined();
-    expect(creates(documented!)).toEqual(made);
+    expect(creates(documentedSql('hookgate_claims'))).toEqual(made);
   });
 
   it('refuses a bad table name, timeout or client when it is built, naming the option', () => {
