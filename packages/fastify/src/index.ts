@@ -96,6 +96,10 @@ async function plugin(instance: FastifyInstance, options: HookgateOptions): Prom
     throw createError('@hookgate/fastify', 'INVALID_OPTIONS', TWICE);
   }
   instance.decorateRequest('webhook', undefined);
+  // The wire watch of the request's claim, for the route wrapper below: a decoration (set in
+  // every request's constructor, so requests keep one shape) rather than a WeakMap entry, which
+  // costs the garbage collector more per request.
+  instance.decorateRequest(WIRE, undefined);
 
   // Every body of this scope, whatever its content type, as exact bytes (or why there are none).
   instance.removeAllContentTypeParsers();
@@ -112,7 +116,7 @@ async function plugin(instance: FastifyInstance, options: HookgateOptions): Prom
     if (answer !== undefined) return send(reply, answer);
     request.webhook = claim.event;
     // Fastify writes every answer (its error handler's too) through res.writeHead.
-    watches.set(request, settleOnWire(reply.raw, claim));
+    (request as Watched)[WIRE] = settleOnWire(reply.raw, claim);
   });
 
   // When the client is gone before the handler answers, Fastify sends nothing for an async
@@ -121,7 +125,7 @@ async function plugin(instance: FastifyInstance, options: HookgateOptions): Prom
   instance.addHook('onRoute', (route) => {
     const handler = route.handler;
     route.handler = function hookgateHandler(this: FastifyInstance, request, reply) {
-      const wire = watches.get(request);
+      const wire = (request as Watched)[WIRE];
       let result: unknown;
       try {
         result = handler.call(this, request, reply);
@@ -143,7 +147,8 @@ async function plugin(instance: FastifyInstance, options: HookgateOptions): Prom
 }
 
 /** The settlement watch of each request that holds a claim. */
-const watches = new WeakMap<FastifyRequest, WireWatch>();
+const WIRE = Symbol('hookgate.wire');
+type Watched = FastifyRequest & { [WIRE]?: WireWatch };
 
 const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
   typeof (value as PromiseLike<unknown> | undefined)?.then === 'function';

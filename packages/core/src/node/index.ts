@@ -86,10 +86,12 @@ export function settleOnWire(res: ServerResponse, claim: Claim): WireWatch {
   } as ServerResponse['writeHead'];
 
   // The app's error, when it told one, explains a non-2xx answer (Koa writes its 500 after).
+  // `on`, not `once`: each event comes once per response, `settle` runs once whatever calls it,
+  // and `once` would wrap each listener in a closure of its own.
   const onEnded = () => settle(sent ?? res.statusCode, done?.error);
-  res.once('prefinish', onEnded);
-  res.once('finish', onEnded);
-  res.once('close', () => {
+  res.on('prefinish', onEnded);
+  res.on('finish', onEnded);
+  res.on('close', () => {
     if (res.writableEnded) onEnded();
     else {
       closed = true;
