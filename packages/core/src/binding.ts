@@ -140,34 +140,54 @@ export async function admit<TPayload, TBody extends Uint8Array, THeaders extends
       return { answer: { status: 401, body: { status: 'unauthorized' }, headers: {} } };
     }
   }
-  const later = { 'Retry-After': String(retryAfter) };
-  const refusal = (error: unknown): Admission<TPayload> => {
-    if (error instanceof InvalidDeliveryError) {
-      return {
-        answer: { status: 400, body: { status: 'invalid', reason: error.reason }, headers: {} },
-      };
-    }
-    if (error instanceof StoreUnavailableError) {
-      return { answer: { status: 503, body: { status: 'unavailable' }, headers: later } };
-    }
-    throw error;
-  };
   const delivery = { rawBody, headers };
-  if (gate.batched) return admitBatch(gate, inFlight, later, delivery, refusal);
+  if (gate.batched) return admitBatch(gate, inFlight, retryAfter, delivery);
   let claim: Claim<TPayload>;
   try {
     claim = await gate.claim(delivery);
   } catch (error) {
-    return refusal(error);
+    return refusal(error, retryAfter);
   }
   if (claim.acquired) return { claim };
   if (claim.status === 'conflict') {
     return { answer: { status: 422, body: { status: 'conflict' }, headers: {} } };
   }
-  if (claim.status === 'in-flight' && inFlight === 'retry') {
-    return { answer: { status: 409, body: { status: 'in-flight' }, headers: later } };
-  }
+  if (claim.status === 'in-flight' && inFlight === 'retry') return inFlightAnswer(retryAfter);
   return { answer: { status: 200, body: { status: claim.status }, headers: {} } };
+}
+
+/**
+ * The answer to a delivery the gate refused with an error: 400 for an invalid one, 503 (with
+ * `Retry-After`) for a store failure; any other error is thrown. Built only when needed: the
+ * path of a new event allocates none of it.
+ */
+function refusal<TPayload>(error: unknown, retryAfter: number): Admission<TPayload> {
+  if (error instanceof InvalidDeliveryError) {
+    return {
+      answer: { status: 400, body: { status: 'invalid', reason: error.reason }, headers: {} },
+    };
+  }
+  if (error instanceof StoreUnavailableError) {
+    return {
+      answer: {
+        status: 503,
+        body: { status: 'unavailable' },
+        headers: { 'Retry-After': String(retryAfter) },
+      },
+    };
+  }
+  throw error;
+}
+
+/** 409 with `Retry-After`: the event is in flight elsewhere. */
+function inFlightAnswer<TPayload>(retryAfter: number): Admission<TPayload> {
+  return {
+    answer: {
+      status: 409,
+      body: { status: 'in-flight' },
+      headers: { 'Retry-After': String(retryAfter) },
+    },
+  };
 }
 
 /** How many events of one body are claimed at once. */
@@ -183,15 +203,14 @@ const BATCH_CONCURRENCY = 8;
 async function admitBatch<TPayload>(
   gate: Gate<TPayload>,
   inFlight: 'retry' | 'ack',
-  later: Record<string, string>,
+  retryAfter: number,
   delivery: Delivery,
-  refusal: (error: unknown) => Admission<TPayload>,
 ): Promise<Admission<TPayload>> {
   let events: Delivery[];
   try {
     events = gate.split(delivery);
   } catch (error) {
-    return refusal(error);
+    return refusal(error, retryAfter);
   }
   const attempts = await mapConcurrently(events, BATCH_CONCURRENCY, (event) =>
     gate.claim(event).catch((error: unknown) => ({ error })),
@@ -202,8 +221,8 @@ async function admitBatch<TPayload>(
   const blocked = inFlight === 'retry' && claims.some((c) => c.status === 'in-flight');
   if (failure !== undefined || blocked) {
     await Promise.all(acquired.map((c) => c.release().catch(() => {})));
-    if (failure !== undefined) return refusal((failure as { error: unknown }).error);
-    return { answer: { status: 409, body: { status: 'in-flight' }, headers: later } };
+    if (failure !== undefined) return refusal((failure as { error: unknown }).error, retryAfter);
+    return inFlightAnswer(retryAfter);
   }
   if (acquired.length === 0) {
     const status =
