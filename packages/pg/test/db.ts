@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { createGate } from '@hookgate/core';
 import pg from 'pg';
 import { expect } from 'vitest';
-import type { PostgresStore } from '../src/index.js';
+import type { PgPool, PgQueryConfig, PostgresStore } from '../src/index.js';
 
 /** The shared server the tests use (trust auth, database `test`); never stopped by them. */
 export const SHARED = { host: '127.0.0.1', port: 5432, user: 'postgres', database: 'test' };
@@ -49,6 +49,23 @@ export function creates(sql: string): string[] {
         .trim(),
     )
     .filter((statement) => statement.startsWith('CREATE '));
+}
+
+/**
+ * The `CREATE` statements a `setup()` sends, recorded by a client that runs nothing:
+ * `setup(recording)` builds the store or ledger over it and calls its `setup()`.
+ */
+export async function setupCreates(setup: (recording: PgPool) => Promise<void>): Promise<string[]> {
+  let ran = '';
+  const recording: PgPool = {
+    query: async (query: string | PgQueryConfig) => {
+      ran = typeof query === 'string' ? query : query.text;
+      return { rows: [], rowCount: 0 };
+    },
+    connect: () => Promise.reject(new Error('setup() needs no connection of its own')),
+  };
+  await setup(recording);
+  return creates(ran);
 }
 
 /** A table name no other test uses. */

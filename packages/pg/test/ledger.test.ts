@@ -5,8 +5,8 @@ import { MemoryStore } from '@hookgate/memory';
 import { type RedisServer, startRedis } from '@hookgate/redis-harness';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type PgPool, type PgQueryConfig, PostgresLedger } from '../src/index.js';
-import { creates, documentedSql, drop, pool, uniqueTable } from './db.js';
+import { PostgresLedger } from '../src/index.js';
+import { creates, documentedSql, drop, pool, setupCreates, uniqueTable } from './db.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -107,16 +107,7 @@ describe('PostgresLedger', () => {
   });
 
   it('the ledger-table SQL of the docs is what setup() runs, for the default table', async () => {
-    let ran = '';
-    const recording: PgPool = {
-      query: async (query: string | PgQueryConfig) => {
-        ran = typeof query === 'string' ? query : query.text;
-        return { rows: [], rowCount: 0 };
-      },
-      connect: () => Promise.reject(new Error('setup() needs no connection of its own')),
-    };
-    await new PostgresLedger(recording).setup();
-    const made = creates(ran);
+    const made = await setupCreates((recording) => new PostgresLedger(recording).setup());
     expect(made.map((statement) => statement.split('(')[0])).toEqual([
       'CREATE TABLE IF NOT EXISTS hookgate_ledger',
       'CREATE INDEX IF NOT EXISTS hookgate_ledger_done_at ON hookgate_ledger',

@@ -2,14 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { createGate, type Gate, HookgateError, LeaseLostError } from '@hookgate/core';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import {
-  type PgPool,
-  type PgQueryable,
-  type PgQueryConfig,
-  type PgResult,
-  PostgresStore,
-} from '../src/index.js';
-import { creates, documentedSql, drop, overtaken, pool, uniqueTable } from './db.js';
+import { type PgPool, type PgQueryConfig, type PgResult, PostgresStore } from '../src/index.js';
+import { creates, documentedSql, drop, overtaken, pool, setupCreates, uniqueTable } from './db.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -57,15 +51,7 @@ describe('PostgresStore', () => {
   });
 
   it('the claims-table SQL of the docs is what setup() runs, for the default table', async () => {
-    let ran = '';
-    const recording: PgQueryable = {
-      query: async (query: string | PgQueryConfig) => {
-        ran = typeof query === 'string' ? query : query.text;
-        return { rows: [], rowCount: 0 };
-      },
-    };
-    await new PostgresStore(recording).setup();
-    const made = creates(ran);
+    const made = await setupCreates((recording) => new PostgresStore(recording).setup());
     expect(made.map((statement) => statement.split('(')[0])).toEqual([
       'CREATE TABLE IF NOT EXISTS hookgate_claims',
       'CREATE INDEX IF NOT EXISTS hookgate_claims_expires_at ON hookgate_claims',
