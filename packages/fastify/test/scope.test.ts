@@ -150,35 +150,43 @@ for (const [name, fastify] of majors) {
         open = resolve;
       });
       let failing = true;
+      let entered = 0;
       await start((app) =>
         app.register(async (scope) => {
           await scope.register(hookgate, { gate: gateWith(decisions), verify: false });
           scope.post('/undefined', async () => {
+            entered++;
             await held;
           });
           scope.post('/value', async () => {
+            entered++;
             await held;
             return { ok: true };
           });
           scope.post('/throws', async () => {
+            entered++;
             await held;
             if (failing) throw new Error('database is down');
             return { ok: true };
           });
         }),
       );
-      for (const path of ['/undefined', '/value', '/throws']) {
+      for (const [i, path] of ['/undefined', '/value', '/throws'].entries()) {
         const client = new AbortController();
         const sent = fetch(`${url}${path}`, { ...json({ id: path }), signal: client.signal }).catch(
           (e) => e,
         );
-        await sleep(50);
+        // Abort once the handler runs and waits (not after a fixed time, which a busy machine
+        // can outlast before the request even arrives).
+        const taken = () => entered > i;
+        for (let waited = 0; !taken() && waited < 5_000; waited += 5) await sleep(5);
+        expect(taken()).toBe(true);
         client.abort();
         expect(await sent).toBeInstanceOf(Error);
       }
       await sleep(30);
       open();
-      for (let waited = 0; decisions.length < 6 && waited < 2_000; waited += 10) await sleep(10);
+      for (let waited = 0; decisions.length < 6 && waited < 5_000; waited += 10) await sleep(10);
       expect(decisions.filter((d) => d === 'new')).toHaveLength(3);
       expect(decisions.filter((d) => d === 'done')).toHaveLength(2);
       expect(decisions.filter((d) => d === 'released')).toHaveLength(1);

@@ -98,9 +98,15 @@ export function body({ start, network, parsedBody }: SuiteContext): void {
     });
     req.on('error', () => {});
     req.write(text.slice(0, 1024));
+    // Let the server read the headers and the first bytes before the client goes: turns of the
+    // event loop, each with an I/O poll, then a pause. A timer alone is not enough: a process
+    // stalled on a busy machine runs its due timers before the I/O that waited.
+    await new Promise((resolve) => req.once('socket', resolve));
+    for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve));
     await sleep(50);
     req.destroy();
-    // The server sees the connection close; give it time to (wrongly) report something.
+    await h.waitFor('aborted');
+    // The server saw the connection close; give it time to (wrongly) report something more.
     await sleep(200);
     expect(h.errors).toEqual([]);
     expect(h.decisions.map((d) => d.decision)).toEqual(['aborted']);
