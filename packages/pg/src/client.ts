@@ -1,4 +1,9 @@
-import { type Deadlines, optionError, storeError } from '@hookgate/core';
+import {
+  type Deadlines,
+  optionError,
+  type StoreUnavailableError,
+  storeError,
+} from '@hookgate/core';
 
 /** What a query resolves to, as node-postgres (`pg` 8) gives it. */
 export interface PgResult {
@@ -123,12 +128,17 @@ function guardErrors(client: PgPoolClient): void {
  * A connection that failed, timed out or could not roll back is destroyed rather than returned
  * to the pool mid-transaction. While checked out, the connection's `'error'` events (a
  * terminated backend) are listened to, so that they fail the transaction instead of the process.
+ *
+ * A `COMMIT` that fails (its reply lost with the connection, or late) may have happened. Then
+ * `landed`, once the connection is gone, reads whether it did: when it says so, the transaction
+ * succeeded; when it says not, or cannot tell, the `COMMIT`'s error goes on.
  */
 export async function inTransaction<T>(
   owner: string,
   pool: PgPool,
   deadlines: Deadlines,
   work: (client: PgPoolClient) => Promise<T>,
+  landed: () => Promise<boolean>,
 ): Promise<T> {
   const connecting = pool.connect();
   let client: PgPoolClient;
@@ -148,6 +158,8 @@ export async function inTransaction<T>(
   };
   guardErrors(client);
   client.on?.('error', onError);
+  let result: T;
+  let unknown: StoreUnavailableError | undefined;
   try {
     try {
       await deadlines.guard(client.query('BEGIN'));
@@ -155,15 +167,13 @@ export async function inTransaction<T>(
       broken = true;
       throw storeError(owner, 'begin', error);
     }
-    const result = await work(client);
+    result = await work(client);
     try {
       await deadlines.guard(client.query('COMMIT'));
     } catch (error) {
-      // The commit may or may not have happened: its outcome is unknown.
       broken = true;
-      throw storeError(owner, 'commit', error);
+      unknown = storeError(owner, 'commit', error);
     }
-    return result;
   } catch (error) {
     if (!broken) {
       await deadlines.guard(client.query('ROLLBACK')).catch(() => {
@@ -175,6 +185,9 @@ export async function inTransaction<T>(
     client.off?.('error', onError);
     client.release(broken);
   }
+  // The commit may or may not have happened: ask the database, on another connection.
+  if (unknown !== undefined && !(await landed().catch(() => false))) throw unknown;
+  return result;
 }
 
 /** Check a duration argument: a positive integer of milliseconds. */

@@ -51,7 +51,7 @@ export class PostgresLedger {
   readonly #index: string;
   readonly #lockKey: string;
   readonly #deadlines: Deadlines;
-  readonly #names: Record<'record' | 'prune', string>;
+  readonly #names: Record<'record' | 'prune' | 'landed', string>;
 
   /**
    * @param pool - a `pg` `Pool`; you keep it, and end it yourself
@@ -63,7 +63,7 @@ export class PostgresLedger {
     checkClient('PostgresLedger', pool, true);
     const { quoted, bare } = tableName('PostgresLedger', table);
     this.#deadlines = new Deadlines(positiveMs('PostgresLedger', 'timeoutMs', timeoutMs));
-    this.#names = statementNames(quoted, ['record', 'prune']);
+    this.#names = statementNames(quoted, ['record', 'prune', 'landed']);
     this.#pool = pool;
     this.#table = quoted;
     this.#index = `"${bare}_done_at"`;
@@ -91,6 +91,8 @@ export class PostgresLedger {
    * transaction rolls back, the handler does not run, and `run` resolves `duplicate` (the gate
    * records it done in its store). A second delivery running at the same moment waits on the
    * first one's row, then finds it. A handler that throws rolls back its effects and the record.
+   * A `COMMIT` whose answer is lost is checked on another connection: when the key is recorded,
+   * the transaction committed and resolves as one.
    */
   transaction<TPayload, TResult>(
     handler: (
@@ -107,22 +109,40 @@ export class PostgresLedger {
           'wraps a handler of gate.run (the event has no lease)',
         );
       }
-      return inTransaction('PostgresLedger', this.#pool, this.#deadlines, async (client) => {
-        let recorded: PgResult;
-        try {
-          recorded = await this.#deadlines.guard(
-            client.query({
-              name: this.#names.record,
-              text: `INSERT INTO ${this.#table} (key) VALUES ($1) ON CONFLICT (key) DO NOTHING`,
-              values: [key],
-            }),
-          );
-        } catch (error) {
-          throw storeError('PostgresLedger', 'record', error);
-        }
-        if (recorded.rowCount === 0) throw alreadyDone();
-        return handler(event, client);
-      });
+      // A COMMIT whose outcome is unknown happened when the key is in the ledger: only this
+      // transaction inserts it (a delivery that found it there did not get to COMMIT).
+      const landed = async () => {
+        const { rows } = await this.#deadlines.guard(
+          this.#pool.query({
+            name: this.#names.landed,
+            text: `SELECT 1 FROM ${this.#table} WHERE key = $1`,
+            values: [key],
+          }),
+        );
+        return rows.length === 1;
+      };
+      return inTransaction(
+        'PostgresLedger',
+        this.#pool,
+        this.#deadlines,
+        async (client) => {
+          let recorded: PgResult;
+          try {
+            recorded = await this.#deadlines.guard(
+              client.query({
+                name: this.#names.record,
+                text: `INSERT INTO ${this.#table} (key) VALUES ($1) ON CONFLICT (key) DO NOTHING`,
+                values: [key],
+              }),
+            );
+          } catch (error) {
+            throw storeError('PostgresLedger', 'record', error);
+          }
+          if (recorded.rowCount === 0) throw alreadyDone();
+          return handler(event, client);
+        },
+        landed,
+      );
     };
   }
 

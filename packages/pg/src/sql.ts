@@ -148,6 +148,13 @@ export function statements(t: string, indexName: string) {
       SELECT CASE WHEN kind <> 'w' THEN -1 ELSE 0 END FROM ${t}
       WHERE key = $1 AND expires_at > clock_timestamp() AND NOT EXISTS (SELECT 1 FROM kept)`,
 
+    /**
+     * $1 key, $2 token. Whether the fence of $2's transaction committed: the row is done by $2.
+     * `FOR SHARE` waits for a transaction that still holds the row, so the answer is final.
+     */
+    landed: `
+      SELECT kind = 'd' AND token = $2 AS done FROM ${t} WHERE key = $1 FOR SHARE`,
+
     /** $1 key. The live row, if any, and the ms it has left. */
     inspect: `
       SELECT kind, token, fingerprint, at, event_key,

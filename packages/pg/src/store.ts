@@ -54,6 +54,7 @@ const OPERATIONS = [
   'inspect',
   'forget',
   'sweep',
+  'landed',
 ] as const;
 type Operation = (typeof OPERATIONS)[number];
 
@@ -153,7 +154,10 @@ export class PostgresStore implements ClaimStore {
    * worker holds it, the transaction rolls back and `run` rejects with `LeaseLostError`. So the
    * handler's database effects happen exactly once, even when its lease expired and another
    * worker took over. The claim row is not locked while the handler runs. A handler that
-   * throws rolls back, and the gate releases the claim.
+   * throws rolls back, and the gate releases the claim. A `COMMIT` whose answer is lost is
+   * checked on another connection: a transaction that committed resolves as one (no false
+   * `lease-lost`); one that did not, or whose outcome the database cannot tell, rejects with
+   * the `COMMIT`'s `StoreUnavailableError`.
    *
    * `client` is the connection `pool.connect()` returned (a `pg` `PoolClient`): a query builder
    * writes the effect through it, `drizzle(client)`, or a Kysely whose pool hands out that one
@@ -179,7 +183,7 @@ export class PostgresStore implements ClaimStore {
           'wraps a handler of gate.run (the event has no lease)',
         );
       }
-      const result = await inTransaction('PostgresStore', pool, this.#deadlines, async (client) => {
+      const work = async (client: PgPoolClient) => {
         const value = await handler(event, client);
         let fence: PgResult;
         try {
@@ -192,7 +196,14 @@ export class PostgresStore implements ClaimStore {
         if (codeOf(fence, 0) === -1) throw foreignValueError('PostgresStore', 'done', lease.key);
         if (codeOf(fence, 0) !== 1) throw new LeaseLostError(lease.key, 'done');
         return value;
-      });
+      };
+      // A COMMIT whose outcome is unknown happened when the claim row is done by this lease:
+      // only this transaction's fence writes that.
+      const landed = async () => {
+        const { rows } = await this.#query('landed', this.#sql.landed, [lease.key, lease.token]);
+        return rows[0]?.done === true;
+      };
+      const result = await inTransaction('PostgresStore', pool, this.#deadlines, work, landed);
       this.#remember(lease.key, lease.token);
       return result;
     };
