@@ -1,5 +1,5 @@
 import { getRequestListener } from '@hono/node-server';
-import { createGate, type DecisionEvent } from '@hookgate/core';
+import { createGate, type DecisionEvent, verifiers } from '@hookgate/core';
 import {
   AFTER_ANSWER,
   httpBindingSuite,
@@ -195,11 +195,18 @@ describe('what the handler returns or throws', () => {
 });
 
 describe('the body hookgate reads', () => {
-  it('a request without a body is an invalid delivery (400), not an error', async () => {
+  it('a request without a body is an invalid delivery (400), or unverified (401) with a signature check, not an error', async () => {
     const handler = webhookHandler({ gate: gateWith(), verify: false }, () => new Response());
     const res = await handler(new Request('http://localhost/', { method: 'POST' }));
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({ status: 'invalid', reason: 'not-json' });
+    // With a signature check, the empty body is checked first, as any other (docs/frameworks/fetch.md).
+    const verified = webhookHandler(
+      { gate: gateWith(), verify: verifiers.stripe('whsec_test') },
+      () => new Response(),
+    );
+    const unsigned = await verified(new Request('http://localhost/', { method: 'GET' }));
+    expect(unsigned.status).toBe(401);
   });
 
   it('a Content-Length over the limit answers 413 without reading the body', async () => {
