@@ -10,11 +10,12 @@ import {
   type DecisionEvent,
   type GateOptions,
   StoreUnavailableError,
+  type WebhookEvent,
 } from '@hookgate/core';
 import { MemoryStore } from '@hookgate/memory';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PostgresLedger, PostgresStore } from '../src/index.js';
+import { type PgPoolClient, PostgresLedger, PostgresStore } from '../src/index.js';
 import { drop, pool, SHARED, uniqueTable } from './db.js';
 
 /** The simple-protocol message `pg` sends for `client.query('COMMIT')`. */
@@ -93,6 +94,13 @@ async function effectRows(key: string): Promise<string[]> {
   return rows.map((row) => row.label as string);
 }
 
+/** A transaction's handler that writes one effect row, labelled `label`, then arms `loss`. */
+const effect =
+  (label: string, loss?: Loss) => async (event: WebhookEvent, client: PgPoolClient) => {
+    await client.query(`INSERT INTO "${effects}" VALUES ($1, '${label}')`, [event.lease!.key]);
+    if (loss !== undefined) proxy.lose(loss);
+  };
+
 /** A gate in a namespace of its own, recording every decision. */
 function recordingGate(options: Omit<GateOptions, 'onDecision'>) {
   const decisions: DecisionEvent[] = [];
@@ -111,13 +119,7 @@ describe('store.transaction when the COMMIT reply is lost', () => {
     const store = new PostgresStore(proxied, { table });
     const { gate, decisions, key } = recordingGate({ store });
     const delivery = { payload: { id: 'evt_1' } };
-    const outcome = await gate.run(
-      delivery,
-      store.transaction(async (event, client) => {
-        await client.query(`INSERT INTO "${effects}" VALUES ($1, 'once')`, [event.lease!.key]);
-        proxy.lose('reply');
-      }),
-    );
+    const outcome = await gate.run(delivery, store.transaction(effect('once', 'reply')));
     expect(outcome.status).toBe('processed');
     expect(await effectRows(key)).toEqual(['once']);
     expect(decisions.map((d) => d.decision)).toEqual(['new', 'done']);
@@ -129,23 +131,12 @@ describe('store.transaction when the COMMIT reply is lost', () => {
     const store = new PostgresStore(proxied, { table });
     const { gate, decisions, key } = recordingGate({ store });
     const delivery = { payload: { id: 'evt_1' } };
-    const lost = gate.run(
-      delivery,
-      store.transaction(async (event, client) => {
-        await client.query(`INSERT INTO "${effects}" VALUES ($1, 'lost')`, [event.lease!.key]);
-        proxy.lose('request');
-      }),
-    );
+    const lost = gate.run(delivery, store.transaction(effect('lost', 'request')));
     await expect(lost).rejects.toBeInstanceOf(StoreUnavailableError);
     await expect(lost).rejects.toThrow(/commit/);
     expect(await effectRows(key)).toEqual([]);
     expect(decisions.map((d) => d.decision)).toEqual(['new', 'released']);
-    const retried = await gate.run(
-      delivery,
-      store.transaction(async (event, client) => {
-        await client.query(`INSERT INTO "${effects}" VALUES ($1, 'retry')`, [event.lease!.key]);
-      }),
-    );
+    const retried = await gate.run(delivery, store.transaction(effect('retry')));
     expect(retried.status).toBe('processed');
     expect(await effectRows(key)).toEqual(['retry']);
   });
@@ -156,13 +147,7 @@ describe('PostgresLedger.transaction when the COMMIT reply is lost', () => {
     const ledger = new PostgresLedger(proxied, { table: ledgerTable });
     const { gate, decisions, key } = recordingGate({ store: new MemoryStore() });
     const delivery = { payload: { id: 'evt_1' } };
-    const outcome = await gate.run(
-      delivery,
-      ledger.transaction(async (event, client) => {
-        await client.query(`INSERT INTO "${effects}" VALUES ($1, 'once')`, [event.lease!.key]);
-        proxy.lose('reply');
-      }),
-    );
+    const outcome = await gate.run(delivery, ledger.transaction(effect('once', 'reply')));
     expect(outcome.status).toBe('processed');
     expect(decisions.map((d) => d.decision)).toEqual(['new', 'done']);
     expect(await effectRows(key)).toEqual(['once']);
