@@ -303,13 +303,19 @@ function linked(id: string, target: string): string {
   return path === file ? resolve(ROOT, path) : resolve(ROOT, dirname(file), path);
 }
 
+/** Each page's anchors, read once however many links point into it. */
+const anchorsByFile = new Map<string, Set<string>>();
+
 /**
  * The anchors GitHub gives a page's headings: lower case, punctuation but `-` and `_` dropped,
  * spaces made hyphens, and `-1`, `-2` … after a repeated one. Headings inside code fences are
  * not headings.
  */
 function anchors(file: string): Set<string> {
+  const known = anchorsByFile.get(file);
+  if (known !== undefined) return known;
   const found = new Set<string>();
+  anchorsByFile.set(file, found);
   let inFence = false;
   for (const line of readFileSync(file, 'utf8').split('\n')) {
     if (/^\s*(`{3,}|~{3,})/.test(line)) inFence = !inFence;

@@ -109,6 +109,22 @@ export class PostgresLedger {
           'wraps a handler of gate.run (the event has no lease)',
         );
       }
+      const work = async (client: PgPoolClient) => {
+        let recorded: PgResult;
+        try {
+          recorded = await this.#deadlines.guard(
+            client.query({
+              name: this.#names.record,
+              text: `INSERT INTO ${this.#table} (key) VALUES ($1) ON CONFLICT (key) DO NOTHING`,
+              values: [key],
+            }),
+          );
+        } catch (error) {
+          throw storeError('PostgresLedger', 'record', error);
+        }
+        if (recorded.rowCount === 0) throw alreadyDone();
+        return handler(event, client);
+      };
       // A COMMIT whose outcome is unknown happened when the key is in the ledger: only this
       // transaction inserts it (a delivery that found it there did not get to COMMIT).
       const landed = async () => {
@@ -121,28 +137,7 @@ export class PostgresLedger {
         );
         return rows.length === 1;
       };
-      return inTransaction(
-        'PostgresLedger',
-        this.#pool,
-        this.#deadlines,
-        async (client) => {
-          let recorded: PgResult;
-          try {
-            recorded = await this.#deadlines.guard(
-              client.query({
-                name: this.#names.record,
-                text: `INSERT INTO ${this.#table} (key) VALUES ($1) ON CONFLICT (key) DO NOTHING`,
-                values: [key],
-              }),
-            );
-          } catch (error) {
-            throw storeError('PostgresLedger', 'record', error);
-          }
-          if (recorded.rowCount === 0) throw alreadyDone();
-          return handler(event, client);
-        },
-        landed,
-      );
+      return inTransaction('PostgresLedger', this.#pool, this.#deadlines, work, landed);
     };
   }
 
