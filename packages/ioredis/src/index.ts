@@ -58,6 +58,12 @@ export interface IoRedisNode extends Omit<IoRedisClient, 'nodes' | 'options'> {
   asking(): Promise<unknown>;
 }
 
+/**
+ * ioredis's rejection of an auto-pipelined batch, before sending it, whose keys the slot map
+ * (updated by a `MOVED` reply since they were queued) now puts on two nodes.
+ */
+const SPLIT_BATCH = 'All keys in the pipeline should belong to the same slots allocation group';
+
 /** Options of {@link IoRedisStore}: `timeoutMs`, the deadline of every operation (2000 ms). */
 export type IoRedisStoreOptions = RedisStoreOptions;
 
@@ -115,6 +121,7 @@ export class IoRedisStore extends RedisStore {
       {
         ...commands(client),
         redirect: async (address, asking) => redirect(client, address, asking),
+        unsent: (error) => error instanceof Error && error.message === SPLIT_BATCH,
       },
       options,
     );

@@ -42,6 +42,12 @@ export interface RedisCommands {
    * node. Standalone clients leave it out.
    */
   redirect?(address: string, asking: boolean): Promise<RedisCommands | undefined>;
+  /**
+   * Whether `error` is the client's proof that it never sent the command (so sending it again
+   * is safe), e.g. ioredis refusing an auto-pipelined batch whose keys its slot map, updated
+   * since they were queued, now puts on two nodes. Clients without such an error leave it out.
+   */
+  unsent?(error: unknown): boolean;
 }
 
 /**
@@ -67,8 +73,8 @@ export function afterAsking(
 const REDIRECTION = /^(MOVED|ASK) \d+ (\S+)/;
 /** A done record without a fingerprint, of an all-digit token: the bare token. */
 const ALL_DIGITS = /^\d+$/;
-/** Redirections followed per operation (a slot moved twice in one operation is rare). */
-const MAX_REDIRECTIONS = 3;
+/** Resends per operation, redirections included (a slot moved twice in one operation is rare). */
+const MAX_RESENDS = 3;
 
 /** Options every Redis store takes. */
 export interface RedisStoreOptions {
@@ -219,22 +225,25 @@ export class RedisStore implements ClaimStore {
 
   /**
    * Send a command, and resend it to the node a `MOVED` or `ASK` reply names (with `ASKING`
-   * first for an ASK), up to three times: such a reply proves the command was not applied, so
-   * resending is safe. Cluster clients follow redirections themselves, but not every time:
-   * ioredis follows one only when every command of an auto-pipelined batch met the same one,
-   * and passes a mixed batch's `-ASK` on as an error.
+   * first for an ASK), or as it was when the client says it never sent it, up to three times:
+   * either proves the command was not applied, so resending is safe. Cluster clients follow
+   * redirections themselves, but not every time: ioredis follows one only when every command
+   * of an auto-pipelined batch met the same one, and passes a mixed batch's `-ASK` on as an
+   * error.
    */
   #follow<T>(
     send: (commands: RedisCommands) => Promise<T>,
     commands: RedisCommands,
-    followed: number,
+    resent: number,
   ): Promise<T> {
     return attempt(send, commands).catch(async (error: unknown) => {
+      if (resent >= MAX_RESENDS) throw error;
+      if (this.#commands.unsent?.(error)) return this.#follow(send, commands, resent + 1);
       const redirection = error instanceof Error ? REDIRECTION.exec(error.message) : null;
-      if (redirection === null || followed >= MAX_REDIRECTIONS) throw error;
+      if (redirection === null) throw error;
       const next = await this.#commands.redirect?.(redirection[2]!, redirection[1] === 'ASK');
       if (next === undefined) throw error;
-      return this.#follow(send, next, followed + 1);
+      return this.#follow(send, next, resent + 1);
     });
   }
 }

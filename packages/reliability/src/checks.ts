@@ -3,7 +3,7 @@
  */
 import { expect } from 'vitest';
 import type { Tally } from './ledger.js';
-import type { StormResult } from './provider.js';
+import type { Attempt, Provider, StormResult } from './provider.js';
 import type { GrantEvent } from './receiver.js';
 import type { Worker } from './workers.js';
 
@@ -34,6 +34,34 @@ export function expectExactlyOnce(tally: Tally, result?: StormResult): void {
   expect(tally.duplicates).toBe(0);
   expect(tally.lost).toBe(0);
   if (result !== undefined) expect(result.failed).toBe(0);
+}
+
+/**
+ * Send every event of `list` once more, `lanes` at a time: as a provider's retry queue would,
+ * not all at once (a thousand simultaneous requests on a loaded machine time out for reasons
+ * that are not the gate's).
+ */
+export async function redeliverEach(
+  provider: Provider,
+  list: readonly GrantEvent[],
+  lanes = 16,
+): Promise<Attempt[]> {
+  const late: Attempt[] = [];
+  let next = 0;
+  const lane = async () => {
+    while (next < list.length) late.push(await provider.send(provider.body(list[next++]!)));
+  };
+  await Promise.all(Array.from({ length: lanes }, lane));
+  return late;
+}
+
+/**
+ * Every late redelivery was acknowledged at once as a duplicate (the ledger's tally shows
+ * whether one ran its handler again). Fails with the odd answers themselves, latency included.
+ */
+export function expectAcknowledged(late: readonly Attempt[], count: number): void {
+  expect(late.filter((a) => a.status !== 200)).toEqual([]);
+  expect(late).toHaveLength(count);
 }
 
 /** No worker saw an unhandled rejection, and every live one still answers. */
