@@ -199,16 +199,18 @@ export function storeError(
 
 /**
  * For store authors: the error of an operation that found a value hookgate did not write under
- * its key. The value is left as it is, and the gate fails closed (503).
+ * its key (`cause`: the store's own error, if it raised one, such as Redis's `WRONGTYPE`). The
+ * value is left as it is, and the gate fails closed (503).
  */
 export function foreignValueError(
   owner: string,
   operation: string,
   key: string,
+  cause?: unknown,
 ): StoreUnavailableError {
   return new StoreUnavailableError(
     `${owner}: ${operation}: key ${key} holds a value hookgate did not write; left as it is`,
-    { reason: 'foreign-value' },
+    cause === undefined ? { reason: 'foreign-value' } : { reason: 'foreign-value', cause },
   );
 }
 

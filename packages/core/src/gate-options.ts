@@ -66,7 +66,7 @@ export interface GateOptions {
   /**
    * Key a delivery without an event id by the SHA-256 of its canonical JSON. When `false`,
    * such a delivery is invalid.
-   * @default true
+   * @default the preset's, else true
    */
   digestFallback?: boolean;
   /**

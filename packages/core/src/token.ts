@@ -1,7 +1,7 @@
 /**
  * Owner tokens: 52 random bits written as a 16-digit decimal number (2^52 to 2^53 - 1, so never
  * a leading zero). A done record can then be the bare token, which Redis keeps as an integer
- * inside its object header instead of a separate string: 48 bytes less per done record than a
+ * inside its object header instead of a separate string: 46 bytes less per done record than a
  * UUID (measured in docs/capacity.md). 52 bits are plenty to tell two owners of one key apart.
  *
  * The randomness comes from Web Crypto, drawn 512 tokens at a time (a call per token cost more

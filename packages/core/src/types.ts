@@ -169,7 +169,11 @@ export interface DecisionEvent {
    * and an `unverified` whose `verify` threw: what went wrong.
    */
   error?: unknown;
-  /** For `done`, `released` and `retained`: milliseconds from the claim to its settlement. */
+  /**
+   * For `done`, `released` and `retained`, and a `duplicate` that a handler wrapper found
+   * already done (`alreadyDone()`, as `PostgresLedger` does): milliseconds from the claim to its
+   * settlement.
+   */
   durationMs?: number;
   /**
    * For `conflict`: the first 12 hex characters of the payload fingerprint the key's record

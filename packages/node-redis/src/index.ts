@@ -85,8 +85,9 @@ export type NodeRedisStoreOptions = RedisStoreOptions;
  * A `ClaimStore` in Redis, through a node-redis client or cluster you create, connect
  * and close.
  *
- * A claim key holds `p:<token>` while processing and `d:<token>` when done (then
- * `:<fingerprint>` with the gate's `fingerprint` option); a watermark key holds
+ * A claim key holds `p:<token>` while processing and, when done, the bare token (the gate's
+ * tokens are all digits; `d:<token>` for any other token, and `p:`/`d:<token>:<fingerprint>`
+ * with the gate's `fingerprint` option); a watermark key holds
  * `<at>:<eventKey>`, or `h:<holdUntil>:<token>:<at>:<eventKey>` while an event holds its
  * subject. Every operation is one command on one key, so any Redis Cluster
  * slot layout works: `claim` is `SET key p:<token> PX ttl NX GET`; every other operation is a

@@ -92,8 +92,9 @@ export interface RedisStoreOptions {
 /**
  * A {@link ClaimStore} in Redis, over any client that can send {@link RedisCommands}.
  *
- * A claim key holds `p:<token>` while processing and `d:<token>` when done, each followed by
- * `:<fingerprint>` when the gate's `fingerprint` option is on (`SET … NX GET` returns the
+ * A claim key holds `p:<token>` while processing and, when done, the bare token (the gate's
+ * tokens are all digits; `d:<token>` for any other token), each as `p:`/`d:<token>:<fingerprint>`
+ * when the gate's `fingerprint` option is on (`SET … NX GET` returns the
  * record found, so a conflict costs no extra round trip); a watermark key
  * holds `<at>:<eventKey>`, or `h:<holdUntil>:<token>:<at>:<eventKey>` while that event is
  * processed (the sequence guard's per-subject hold; `holdUntil` is epoch ms on the server's
@@ -134,7 +135,9 @@ export class RedisStore implements ClaimStore {
     fingerprint?: string,
   ): Promise<ClaimState> {
     const record = fingerprint === undefined ? 'p:' + token : `p:${token}:${fingerprint}`;
-    const previous = await this.#send('claim', (commands) => commands.setNxGet(key, record, ttlMs));
+    const previous = await this.#send('claim', key, (commands) =>
+      commands.setNxGet(key, record, ttlMs),
+    );
     if (previous === null) return 'acquired';
     // A string, or a Buffer under a client's type mapping. `p:<token>` or `d:<token>`, then
     // `:<fingerprint>` when the claim carries one; or a done record's bare all-digit token.
@@ -182,7 +185,7 @@ export class RedisStore implements ClaimStore {
   }
 
   async inspect(key: string): Promise<StoredRecord> {
-    const reply = await this.#send('inspect', (commands) =>
+    const reply = await this.#send('inspect', key, (commands) =>
       evaluate(commands, scripts.inspect, key, []),
     );
     if (!Array.isArray(reply) || reply.length === 0) return { kind: 'absent' };
@@ -198,19 +201,30 @@ export class RedisStore implements ClaimStore {
 
   /**
    * Send a command with the deadline and redirections; any failure (a synchronous throw too) is
-   * `StoreUnavailableError`. Chained promises rather than an async function per layer: this runs
+   * `StoreUnavailableError`, with reason `foreign-value` when `key` holds another type (a hash,
+   * a list: `WRONGTYPE`). Chained promises rather than an async function per layer: this runs
    * for every store operation, and the gate's own CPU per new delivery went from 1.18x round 1's
    * to below it (`pnpm bench --only=gate-cpu` reports it).
    */
-  #send<T>(operation: string, send: (commands: RedisCommands) => Promise<T>): Promise<T> {
+  #send<T>(
+    operation: string,
+    key: string,
+    send: (commands: RedisCommands) => Promise<T>,
+  ): Promise<T> {
     return this.#deadlines
       .guard(this.#follow(send, this.#commands, 0))
-      .catch((error: unknown) => Promise.reject(storeError(this.#name, operation, error)));
+      .catch((error: unknown) =>
+        Promise.reject(
+          error instanceof Error && error.message.startsWith('WRONGTYPE')
+            ? foreignValueError(this.#name, operation, key, error)
+            : storeError(this.#name, operation, error),
+        ),
+      );
   }
 
   /** Run a script; its reply is 0, 1 or 2. A -1 (a foreign value) or anything else rejects. */
   #run(operation: string, script: Script, key: string, args: string[]): Promise<number> {
-    return this.#send(operation, (commands) => evaluate(commands, script, key, args)).then(
+    return this.#send(operation, key, (commands) => evaluate(commands, script, key, args)).then(
       (reply) => {
         // A number, or a string under a client's type mapping.
         const code = Number(reply);

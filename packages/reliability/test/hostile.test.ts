@@ -268,13 +268,22 @@ describe('hostile deliveries over HTTP', () => {
     expect(await runCount()).toBe(runsBefore);
   });
 
-  it('an 8 KB X-Event-Id header is hashed into the key', async () => {
+  it('an 8 KB X-Event-Id header is hashed into the key: processed once, then a duplicate', async () => {
     const body = JSON.stringify({ grant_id: `g-${randomUUID()}`, occurred_at: AT });
-    const keysBefore = await keys();
-    const answer = await post(body, { 'x-event-id': 'H'.repeat(8_000) });
+    const headers = { 'x-event-id': 'H'.repeat(8_000) };
+    const [keysBefore, runsBefore] = [await keys(), await runCount()];
+    const answer = await post(body, headers);
     expect(answer.status).toBe(200);
+    expect(JSON.parse(answer.text)).toEqual({ status: 'processed' });
     const added = (await keys()).filter((k) => !keysBefore.includes(k));
     expect(added.some((k) => /:evt:#[0-9a-f]{64}$/.test(k))).toBe(true);
-    expect(added.every((k) => k.length < 200)).toBe(true);
+    for (const key of added) {
+      expect(key.length).toBeLessThan(200);
+      expect(key).toMatch(/^[\x21-\x7e]+$/);
+    }
+    expect(await runCount()).toBe(runsBefore + 1);
+    const again = await post(body, headers);
+    expect(JSON.parse(again.text)).toEqual({ status: 'duplicate' });
+    expect(await runCount()).toBe(runsBefore + 1);
   });
 });

@@ -158,8 +158,14 @@ export function commandTests<C extends object>(given: RedisDriver<C>): void {
         await server.command('HSET', stored(key), 'a', 'b');
         await expect(store.done(key, crypto.randomUUID(), 60_000)).rejects.toMatchObject({
           name: 'StoreUnavailableError',
+          reason: 'foreign-value',
           cause: expect.objectContaining({ message: expect.stringMatching(/WRONGTYPE/) }),
         });
+        // Another type under a claim key: the claim's SET … GET meets WRONGTYPE too.
+        await expect(store.claim(key, crypto.randomUUID(), 60_000)).rejects.toMatchObject({
+          reason: 'foreign-value',
+        });
+        expect(await server.command('HGET', stored(key), 'a')).toBe('b');
       });
 
       it('inspect and forget read records as redis-cli shows them, and refuse a foreign value', async () => {
