@@ -5,6 +5,7 @@ import { expect } from 'vitest';
 import type { Tally } from './ledger.js';
 import type { Attempt, Provider, StormResult } from './provider.js';
 import type { GrantEvent } from './receiver.js';
+import { inLanes } from './util.js';
 import type { Worker } from './workers.js';
 
 /** `count` grant-portal events, one second apart, each about its own grant. */
@@ -47,11 +48,9 @@ export async function redeliverEach(
   lanes = 16,
 ): Promise<Attempt[]> {
   const late: Attempt[] = [];
-  let next = 0;
-  const lane = async () => {
-    while (next < list.length) late.push(await provider.send(provider.body(list[next++]!)));
-  };
-  await Promise.all(Array.from({ length: lanes }, lane));
+  await inLanes(list, lanes, async (event) => {
+    late.push(await provider.send(provider.body(event)));
+  });
   return late;
 }
 

@@ -5,6 +5,7 @@
  */
 import type { GrantEvent } from './receiver.js';
 import { sign } from './receiver.js';
+import { inLanes, sleep } from './util.js';
 
 /** Deterministic randomness, so that a failing storm can be replayed from its seed. */
 export function mulberry32(seed: number): () => number {
@@ -48,8 +49,6 @@ export interface DeliveryResult {
   ok: boolean;
   attempts: Attempt[];
 }
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export class Provider {
   /** Every attempt made, in the order answered. */
@@ -181,19 +180,14 @@ export async function storm(
   const deliveries = jobs.reduce((sum, job) => sum + job.length, 0);
   const firstAttempt = provider.attempts.length;
   const started = performance.now();
-  let next = 0;
   let settled = 0;
   let failed = 0;
-  const lane = async () => {
-    while (next < jobs.length) {
-      const job = jobs[next++]!;
-      const results = await Promise.all(job.map((body) => provider.deliver(body)));
-      for (const result of results) if (!result.ok) failed++;
-      settled += job.length;
-      onProgress?.(settled, deliveries);
-    }
-  };
-  await Promise.all(Array.from({ length: concurrency }, lane));
+  await inLanes(jobs, concurrency, async (job) => {
+    const results = await Promise.all(job.map((body) => provider.deliver(body)));
+    for (const result of results) if (!result.ok) failed++;
+    settled += job.length;
+    onProgress?.(settled, deliveries);
+  });
   const statuses: Record<number, number> = {};
   const slowest: Record<number, number> = {};
   const attempts = provider.attempts.slice(firstAttempt);

@@ -1,5 +1,18 @@
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/** Run `work` on every item, `lanes` at a time, each lane taking the next item when it is free. */
+export async function inLanes<T>(
+  items: readonly T[],
+  lanes: number,
+  work: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) await work(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: lanes }, lane));
+}
+
 /** Poll `check` until it holds, or throw after `timeoutMs`. */
 export async function until(
   what: string,
