@@ -1,8 +1,8 @@
-import { canonicalJson } from './canonical-json.js';
+import { writeCanonicalJson } from './canonical-json.js';
 import { HookgateError, InvalidDeliveryError, messageOf } from './errors.js';
 import type { Preset } from './providers.js';
 import { type CompiledSelector, compileSelector } from './select.js';
-import { sha256 } from './sha256.js';
+import { type Sha256Stream, sha256, sha256Stream } from './sha256.js';
 import type { Delivery, KeySource, Selector } from './types.js';
 
 /**
@@ -122,15 +122,22 @@ export function keyOf(deriver: KeyDeriver, payload: unknown, delivery: Delivery)
  * @throws InvalidDeliveryError `not-json` when the payload is not JSON.
  */
 export function digestOf(payload: unknown): string {
-  let json: string;
+  // A small payload is hashed in one call; a large one in pieces as its text is written.
+  let stream: Sha256Stream | undefined;
+  let rest: string;
   try {
-    json = canonicalJson(payload);
+    rest = writeCanonicalJson(payload, (piece) => {
+      stream ??= sha256Stream();
+      stream.update(piece);
+    });
   } catch (error) {
     throw new InvalidDeliveryError('not-json', `payload is not JSON: ${messageOf(error)}`, {
       cause: error,
     });
   }
-  return sha256(json);
+  if (stream === undefined) return sha256(rest);
+  stream.update(rest);
+  return stream.hex();
 }
 
 /** @internal An id or subject value as a string: non-blank trimmed text, or a safe integer. */

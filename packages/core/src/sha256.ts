@@ -8,8 +8,13 @@
 import { sha256 as portableSha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
 
+interface NodeHash {
+  update(text: string): NodeHash;
+  digest(encoding: 'hex'): string;
+}
+
 interface NodeCrypto {
-  createHash(algorithm: 'sha256'): { update(text: string): { digest(encoding: 'hex'): string } };
+  createHash(algorithm: 'sha256'): NodeHash;
   /** One-shot hashing (Node 20.12+, 21.7+): no Hash object per call. */
   hash?(algorithm: 'sha256', text: string, encoding: 'hex'): string;
 }
@@ -29,4 +34,27 @@ export const sha256: (text: string) => string =
 /** @internal The pure implementation, exported for the tests that compare the two. */
 export function portable(text: string): string {
   return bytesToHex(portableSha256(utf8ToBytes(text)));
+}
+
+/** @internal SHA-256 over text given in pieces: the hash of their concatenation. */
+export interface Sha256Stream {
+  update(text: string): void;
+  /** The hash as 64 lowercase hex characters; the stream is done after it. */
+  hex(): string;
+}
+
+/** @internal A {@link Sha256Stream}, native where {@link sha256} is. */
+export function sha256Stream(): Sha256Stream {
+  if (nodeCrypto === undefined) return portableStream();
+  const hash = nodeCrypto.createHash('sha256');
+  return { update: (text) => void hash.update(text), hex: () => hash.digest('hex') };
+}
+
+/** @internal The pure stream, exported for the tests that compare the two. */
+export function portableStream(): Sha256Stream {
+  const hash = portableSha256.create();
+  return {
+    update: (text) => void hash.update(utf8ToBytes(text)),
+    hex: () => bytesToHex(hash.digest()),
+  };
 }

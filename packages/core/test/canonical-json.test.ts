@@ -1,5 +1,22 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson } from '../src/index.js';
+
+/**
+ * The plainest reading of RFC 8785 for JSON values, as an oracle: members sorted with the
+ * builtin sort (UTF-16 code units), everything else as `JSON.stringify` writes it.
+ */
+function oracle(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(oracle).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const members = Object.keys(value)
+      .sort()
+      .filter((name) => (value as Record<string, unknown>)[name] !== undefined)
+      .map((name) => `${JSON.stringify(name)}:${oracle((value as Record<string, unknown>)[name])}`);
+    return `{${members.join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
 
 /** A double from its IEEE 754 bit pattern, as RFC 8785 Appendix B lists them. */
 function double(hex: string): number {
@@ -137,6 +154,43 @@ describe('canonicalJson with integer-like member names', () => {
   it('keeps names that only look numeric in the fast path order', () => {
     expect(canonicalJson({ '01': 1, '1.5': 2, '-1': 3, '4294967296': 4 })).toBe(
       '{"-1":3,"01":1,"1.5":2,"4294967296":4}',
+    );
+  });
+});
+
+describe('canonicalJson against a plain oracle', () => {
+  it('writes any JSON value as the oracle does, member names and strings of any UTF-16 included', () => {
+    const text = fc.string({ unit: 'grapheme', maxLength: 12 });
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 4, stringUnit: 'grapheme' }), (value) => {
+        expect(canonicalJson(value)).toBe(oracle(value));
+        expect(canonicalJson(JSON.parse(JSON.stringify(value)))).toBe(oracle(value));
+      }),
+      { numRuns: 500 },
+    );
+    // Objects of one shape in a row share their sorted names; a different shape must not.
+    fc.assert(
+      fc.property(fc.array(fc.dictionary(text, fc.integer(), { maxKeys: 4 })), (objects) => {
+        expect(canonicalJson(objects)).toBe(oracle(objects));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('escapes any string as JSON.stringify does, and refuses exactly those with a lone surrogate', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 40 }), (text) => {
+        if ((text as unknown as { isWellFormed(): boolean }).isWellFormed()) {
+          expect(canonicalJson(text)).toBe(JSON.stringify(text));
+          expect(canonicalJson({ [text]: text })).toBe(
+            `{${JSON.stringify(text)}:${JSON.stringify(text)}}`,
+          );
+        } else {
+          expect(() => canonicalJson(text)).toThrow(/lone surrogate/);
+          expect(() => canonicalJson({ [text]: 1 })).toThrow(/lone surrogate/);
+        }
+      }),
+      { numRuns: 1000 },
     );
   });
 });

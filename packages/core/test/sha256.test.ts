@@ -5,7 +5,9 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { portable, sha256 } from '../src/sha256.js';
+import { canonicalJson } from '../src/canonical-json.js';
+import { digestOf } from '../src/key.js';
+import { portable, portableStream, sha256, sha256Stream } from '../src/sha256.js';
 
 const native = (text: string) => createHash('sha256').update(text).digest('hex');
 
@@ -31,5 +33,37 @@ describe('sha256', () => {
     );
     const long = 'ü€😀'.repeat(50_000);
     expect(portable(long)).toBe(native(long));
+  });
+});
+
+describe('sha256 in pieces', () => {
+  it('hashes pieces as their concatenation on both paths', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.string({ unit: 'grapheme', maxLength: 200 }), { maxLength: 8 }),
+        (pieces) => {
+          for (const stream of [sha256Stream(), portableStream()]) {
+            for (const piece of pieces) stream.update(piece);
+            expect(stream.hex()).toBe(native(pieces.join('')));
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('digests a payload written in many pieces as the hash of its whole canonical JSON', () => {
+    // Well past the writer's 16 K piece size, with astral and non-ASCII text across pieces.
+    const items = Array.from({ length: 3000 }, (_, i) => ({
+      z: `ü${i}😀`,
+      a: i,
+      m: { y: null, b: [i] },
+    }));
+    const payload = { items, id: 'x' };
+    const json = canonicalJson(payload);
+    expect(json.length).toBeGreaterThan(100_000);
+    expect(digestOf(payload)).toBe(native(json));
+    const small = { b: 1, a: 'ü' };
+    expect(digestOf(small)).toBe(native('{"a":"ü","b":1}'));
   });
 });
