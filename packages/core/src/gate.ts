@@ -20,7 +20,7 @@ import { idString, payloadOf, plainOrHashed, unreadable } from './key.js';
 import { Lease, type LeaseHost } from './lease.js';
 import { type Prepared, prepareDelivery } from './prepare.js';
 import { advanceSubject } from './sequence.js';
-import type { ClaimState } from './store.js';
+import { answerOf, type ClaimState } from './store.js';
 import { ownerToken } from './token.js';
 import type { BatchResult, Delivery, KeySource, Outcome, WebhookEvent } from './types.js';
 
@@ -233,7 +233,9 @@ class GateImpl<TPayload> implements Gate<TPayload> {
   ): Promise<Outcome<Awaited<TResult>>> {
     const prepared = prepareDelivery<TPayload>(this.#options, this.#report, delivery);
     const { event } = prepared;
-    const lease = await this.#acquire(prepared);
+    const acquiring = this.#acquire(prepared);
+    // A store that answered at once (see `answered`) leaves nothing to wait for.
+    const lease = acquiring instanceof Promise ? await acquiring : acquiring;
     if (typeof lease === 'string') return { status: lease, key: event.key };
     let result: Awaited<TResult>;
     try {
@@ -251,7 +253,8 @@ class GateImpl<TPayload> implements Gate<TPayload> {
       throw error;
     }
     try {
-      await lease.done();
+      const settling = lease.doneNow();
+      if (settling !== undefined) await settling;
     } catch (error) {
       // The work is done and only its bookkeeping failed (reported): answering 5xx would make
       // the provider redeliver into a second run once the claim expires.
@@ -386,16 +389,25 @@ class GateImpl<TPayload> implements Gate<TPayload> {
 
   /**
    * Claim a prepared delivery and apply the sequence guard; reports the decision. Not `async`:
-   * one promise chained on the store's, rather than an async frame of its own per delivery.
+   * one promise chained on the store's, rather than an async frame of its own per delivery;
+   * and none at all when the store {@link answered} at once (unless the sequence guard must
+   * advance the subject).
    */
-  #acquire(prepared: Prepared<TPayload>): Promise<Lease<TPayload> | Refusal> {
+  #acquire(
+    prepared: Prepared<TPayload>,
+  ): Lease<TPayload> | Refusal | Promise<Lease<TPayload> | Refusal> {
     const { store, claimTtlMs } = this.#options;
     const token = ownerToken();
+    const { claimKey, fingerprint } = prepared;
     let claiming: Promise<ClaimState>;
     try {
-      claiming = store.claim(prepared.claimKey, token, claimTtlMs, prepared.fingerprint);
+      claiming = store.claim(claimKey, token, claimTtlMs, fingerprint);
     } catch (error) {
       return Promise.reject(this.#claimFailed(error, prepared.event));
+    }
+    const state = answerOf(claiming);
+    if (state !== undefined && (prepared.subjectKey === undefined || state !== 'acquired')) {
+      return this.#admit(prepared, token, state);
     }
     return claiming.then(
       (state) =>

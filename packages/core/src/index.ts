@@ -55,13 +55,14 @@ export {
 export { type DerivedKey, deriveKey, type KeyOptions } from './key.js';
 export { definePreset, type Preset, providers } from './providers.js';
 export { parseRecord } from './record.js';
-export type {
-  AdvanceRequest,
-  AdvanceState,
-  ClaimConflict,
-  ClaimState,
-  ClaimStore,
-  StoredRecord,
+export {
+  type AdvanceRequest,
+  type AdvanceState,
+  answered,
+  type ClaimConflict,
+  type ClaimState,
+  type ClaimStore,
+  type StoredRecord,
 } from './store.js';
 export { parseTimestamp } from './time.js';
 export type {

@@ -7,6 +7,7 @@ import {
 } from './errors.js';
 import type { ResolvedGateOptions } from './gate-options.js';
 import type { Prepared } from './prepare.js';
+import { answerOf } from './store.js';
 
 /** @internal What a lease needs from its gate: the store, the TTLs, and where to report. */
 export type LeaseHost = Pick<
@@ -82,7 +83,28 @@ export class Lease<TPayload = unknown> {
    * @throws StoreUnavailableError when both attempts failed; the claim then expires.
    */
   done(): Promise<void> {
-    return this.#settle('done', undefined, 2);
+    return this.doneNow() ?? settledPromise;
+  }
+
+  /**
+   * {@link done}, or `undefined` when it settled at once: the store {@link answered} `true`, and
+   * no subject's hold is left to release. `gate.run` then has nothing to await.
+   */
+  doneNow(): Promise<void> | undefined {
+    if (this.#settling || this.#phase !== 'held') return this.#settle('done', undefined, 2);
+    this.#begin();
+    let first: Promise<boolean>;
+    try {
+      first = this.#call('done');
+    } catch (error) {
+      first = Promise.reject(error);
+    }
+    if (answerOf(first) === true && !this.#holding) {
+      this.#settled('done', undefined);
+      this.#endTurn();
+      return undefined;
+    }
+    return this.#attempt('done', undefined, 2, false, first);
   }
 
   /**
@@ -130,10 +152,15 @@ export class Lease<TPayload = unknown> {
       return Promise.reject(this.#lostError(decision === 'released' ? 'release' : 'done'));
     }
     if (this.#phase === 'settled') return settledPromise;
+    this.#begin();
+    return this.#attempt(decision, cause, attempts, background);
+  }
+
+  /** A settle begins: it is the first attempt, which ends the heartbeat. */
+  #begin(): void {
     this.#phase = 'settling';
     this.#settling = true;
     this.#heartbeat?.stop();
-    return this.#attempt(decision, cause, attempts, background);
   }
 
   /** A settle that came while another was in flight: it runs after that one. */
@@ -147,19 +174,23 @@ export class Lease<TPayload = unknown> {
     return this.#settle(decision, cause, attempts, background);
   }
 
-  /** The store calls of a settle begun by {@link #settle}. */
+  /**
+   * The store calls of a settle begun by {@link #begin}; `first`, when given, is the first
+   * attempt's call, already made.
+   */
   async #attempt(
     decision: Settle,
     cause: unknown,
     attempts: number,
     background: boolean,
+    first?: Promise<boolean>,
   ): Promise<void> {
     const operation = decision === 'released' ? 'release' : 'done';
     try {
       for (let attempt = 1; ; attempt++) {
         let owned: boolean;
         try {
-          owned = await this.#call(operation);
+          owned = await (attempt === 1 && first !== undefined ? first : this.#call(operation));
         } catch (error) {
           const failure = toStoreError(error, operation);
           if (!(failure instanceof StoreUnavailableError)) throw failure;

@@ -108,6 +108,11 @@ export type StoredRecord =
  * that throws synchronously exactly like one that rejects. It must never resolve with a
  * guess: a timed-out `claim` may still have been applied by the server.
  *
+ * **Answering at once.** A store that needs no I/O to answer (MemoryStore) may return its
+ * results made by {@link answered}: the gate reads such a result without waiting a turn of the
+ * event loop, so a delivery it admits waits for nothing but its handler. Anyone else sees an
+ * ordinary resolved promise.
+ *
  * Run `@hookgate/store-conformance` against an implementation to prove it.
  */
 export interface ClaimStore {
@@ -204,4 +209,24 @@ export interface ClaimStore {
    * @returns `true` when a record was deleted; `false` when the key was absent.
    */
   forget?(key: string): Promise<boolean>;
+}
+
+/** Promises made by {@link answered}, and their values. */
+const answers = new WeakMap<Promise<unknown>, unknown>();
+
+/**
+ * A promise resolved with `value` that the gate can read at once: what a {@link ClaimStore}
+ * that answers without I/O returns, so that `gate.run` goes on in the same turn instead of
+ * waiting for the promise (a store's constant answers can be made once and returned again:
+ * a resolved promise never changes). To anyone else it is `Promise.resolve(value)`.
+ */
+export function answered<T>(value: T): Promise<T> {
+  const promise = Promise.resolve(value);
+  answers.set(promise, value);
+  return promise;
+}
+
+/** @internal The value of a promise made by {@link answered}, else `undefined`. */
+export function answerOf<T>(promise: Promise<T>): T | undefined {
+  return answers.get(promise) as T | undefined;
 }

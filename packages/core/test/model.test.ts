@@ -14,6 +14,7 @@ import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MemoryStore } from '../../memory/src/index.js';
 import { type ClaimStore, createGate, type GateOptions } from '../src/index.js';
+import { answerOf } from '../src/store.js';
 
 const CLAIM_TTL = 1_000;
 const HEARTBEAT = { intervalMs: 300, maxMs: 3_000 };
@@ -74,11 +75,20 @@ interface TokenLife {
   settleAttemptAt?: number;
 }
 
-/** A MemoryStore whose next call of an operation can be made to fail, and that records tokens. */
+/**
+ * A MemoryStore whose next call of an operation can be made to fail, and that records tokens.
+ * With `atOnce`, it passes on the MemoryStore's answers, which the gate reads at once
+ * (`answered`); without, every answer is an ordinary promise, as a networked store's is.
+ */
 class Instrumented implements ClaimStore {
   readonly inner = new MemoryStore();
   readonly armed = new Map<string, boolean>(); // op -> sync
   readonly tokens = new Map<string, TokenLife>();
+  readonly #atOnce: boolean;
+
+  constructor(atOnce: boolean) {
+    this.#atOnce = atOnce;
+  }
 
   #call<T>(op: string, run: () => Promise<T>): Promise<T> {
     const sync = this.armed.get(op);
@@ -88,16 +98,17 @@ class Instrumented implements ClaimStore {
       if (sync) throw error;
       return Promise.reject(error);
     }
-    return run();
+    const answer = run();
+    return this.#atOnce ? answer : answer.then((value) => value);
   }
 
   claim(key: string, token: string, ttlMs: number) {
-    return this.#call('claim', async () => {
-      const state = await this.inner.claim(key, token, ttlMs);
-      if (state === 'acquired' && !this.tokens.has(token)) {
+    return this.#call('claim', () => {
+      const answer = this.inner.claim(key, token, ttlMs);
+      if (answerOf(answer) === 'acquired' && !this.tokens.has(token)) {
         this.tokens.set(token, { key, acquiredAt: Date.now() });
       }
-      return state;
+      return answer;
     });
   }
   done(key: string, token: string, ttlMs: number) {
@@ -135,15 +146,21 @@ afterEach(() => {
 });
 
 describe('the gate against a model', () => {
-  for (const [label, options] of [
-    ['heartbeat off, sequence guard on', { sequence: true }],
-    ['heartbeat on, sequence guard on', { sequence: true, heartbeat: HEARTBEAT }],
-    ['heartbeat on, sequence guard off', { heartbeat: HEARTBEAT }],
+  for (const [label, options, atOnce] of [
+    ['heartbeat off, sequence guard on', { sequence: true }, false],
+    ['heartbeat on, sequence guard on', { sequence: true, heartbeat: HEARTBEAT }, false],
+    ['heartbeat on, sequence guard off', { heartbeat: HEARTBEAT }, false],
+    [
+      'heartbeat on, sequence guard on, answers read at once',
+      { sequence: true, heartbeat: HEARTBEAT },
+      true,
+    ],
+    ['heartbeat on, sequence guard off, answers read at once', { heartbeat: HEARTBEAT }, true],
   ] as const) {
     it(`keeps its invariants under random deliveries, faults and clock advances (${label})`, async () => {
       await fc.assert(
         fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 40 }), async (steps) => {
-          await runScript(steps, options);
+          await runScript(steps, options, atOnce);
         }),
         { numRuns: 200 },
       );
@@ -158,8 +175,12 @@ interface Run {
   active: boolean;
 }
 
-async function runScript(steps: Step[], extra: Partial<GateOptions>): Promise<void> {
-  const store = new Instrumented();
+async function runScript(
+  steps: Step[],
+  extra: Partial<GateOptions>,
+  atOnce: boolean,
+): Promise<void> {
+  const store = new Instrumented(atOnce);
   const gate = createGate({
     store,
     eventId: 'id',

@@ -7,6 +7,7 @@
 import {
   type AdvanceRequest,
   type AdvanceState,
+  answered,
   type ClaimState,
   type ClaimStore,
   createError,
@@ -32,17 +33,19 @@ export interface MemoryStoreOptions {
 /** The `expiresAt` of a deleted entry. */
 const DROPPED = -1;
 
-const TRUE = Promise.resolve(true);
-const FALSE = Promise.resolve(false);
+// Answers the gate reads at once (see `answered`): made once, since a resolved promise cannot
+// change.
+const TRUE = answered(true);
+const FALSE = answered(false);
 const CLAIM_STATES = {
-  acquired: Promise.resolve<ClaimState>('acquired'),
-  processing: Promise.resolve<ClaimState>('processing'),
-  done: Promise.resolve<ClaimState>('done'),
+  acquired: answered<ClaimState>('acquired'),
+  processing: answered<ClaimState>('processing'),
+  done: answered<ClaimState>('done'),
 };
 const ADVANCE_STATES = {
-  applied: Promise.resolve<AdvanceState>('applied'),
-  stale: Promise.resolve<AdvanceState>('stale'),
-  held: Promise.resolve<AdvanceState>('held'),
+  applied: answered<AdvanceState>('applied'),
+  stale: answered<AdvanceState>('stale'),
+  held: answered<AdvanceState>('held'),
 };
 
 interface Entry {
@@ -88,14 +91,15 @@ export class MemoryStore implements ClaimStore {
     return this.#entries.size;
   }
 
-  // The ClaimStore methods. Each answers at once, with a promise as the contract asks: an
-  // answer the store gives often is one promise made once (a resolved promise cannot change),
-  // and a throw is a rejection. An `async` method cost an allocation or two per call more.
+  // The ClaimStore methods. Each answers at once, with a promise as the contract asks, made by
+  // `answered` so that the gate reads it without waiting a turn; an answer the store gives
+  // often is one promise made once, and a throw is a rejection. An `async` method cost an
+  // allocation or two per call more.
 
   claim(key: string, token: string, ttlMs: number, fingerprint?: string): Promise<ClaimState> {
     try {
       const state = this.#claim(key, token, ttlMs, fingerprint);
-      return typeof state === 'string' ? CLAIM_STATES[state] : Promise.resolve(state);
+      return typeof state === 'string' ? CLAIM_STATES[state] : answered(state);
     } catch (error) {
       return Promise.reject(error);
     }
