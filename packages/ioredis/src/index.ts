@@ -41,6 +41,18 @@ export interface IoRedisClient {
     /** Put before every key by the client. */
     keyPrefix?: string;
   };
+  /** A `Redis` client's connection state: its socket takes writes when `'ready'`. */
+  status?: string;
+  /** A `Redis` client's socket (a `Cluster` has one per node, and none of its own). */
+  stream?: Corkable;
+}
+
+/** A socket whose writes can be held and then sent together (`net.Socket`, `tls.TLSSocket`). */
+export interface Corkable {
+  /** Hold the writes that follow in memory. */
+  cork(): void;
+  /** Send the held writes, together. */
+  uncork(): void;
 }
 
 /** One node client of an ioredis `Cluster`. */
@@ -78,7 +90,9 @@ export type IoRedisStoreOptions = RedisStoreOptions;
  * slot layout works: `claim` is `SET key p:<token> PX ttl NX GET`; every other operation is a
  * Lua script run by `EVALSHA`, and by `EVAL` only when the server answers
  * `NOSCRIPT` (after a restart, a failover or `SCRIPT FLUSH`). The client is never modified
- * (no `defineCommand`), and its `keyPrefix`, auto-pipelining and RESP3 are honoured.
+ * (no `defineCommand`), and its `keyPrefix`, auto-pipelining and RESP3 are honoured. The
+ * socket of a `Redis` client is corked until the end of a tick in which the store sends a
+ * command, so that the tick's commands leave in one write (see `writesTogether`).
  *
  * Every operation has a deadline (`timeoutMs`). A timeout or a client error rejects with
  * `StoreUnavailableError`, its `cause` the underlying error. A timed-out command may still run
@@ -108,13 +122,20 @@ export class IoRedisStore extends RedisStore {
     ) {
       throw optionError('IoRedisStore', 'client', 'must be an ioredis Redis or Cluster instance');
     }
+    const together = writesTogether(client);
     const commands = (
       on: Omit<IoRedisClient, 'nodes' | 'options'>,
       prefix = '',
     ): RedisCommands => ({
       // Positional arguments: the only form ioredis accepts for SET options.
-      setNxGet: (key, value, ttlMs) => on.set(prefix + key, value, 'PX', ttlMs, 'NX', 'GET'),
-      evalsha: (sha, key, args) => on.evalsha(sha, 1, prefix + key, ...args),
+      setNxGet: (key, value, ttlMs) => {
+        together();
+        return on.set(prefix + key, value, 'PX', ttlMs, 'NX', 'GET');
+      },
+      evalsha: (sha, key, args) => {
+        together();
+        return on.evalsha(sha, 1, prefix + key, ...args);
+      },
       eval: (lua, key, args) => on.eval(lua, 1, prefix + key, ...args),
     });
     super(
@@ -143,4 +164,31 @@ export class IoRedisStore extends RedisStore {
       return asking ? afterAsking(send, () => node.asking()) : send;
     }
   }
+}
+
+/**
+ * The writes of one tick, together: the first command the store sends in a tick corks a `Redis`
+ * client's socket, and it is uncorked once the tick's work is done (`process.nextTick`, which
+ * runs after the microtasks of the tick), so that the tick's commands, the store's and any sent
+ * with them, leave in one write. ioredis writes each command on its own, a system call each:
+ * three quarters of the client's CPU per delivery at 64 concurrent deliveries, where node-redis
+ * corks its socket the same way itself. Nothing waits longer than the tick it was sent in.
+ * A `Cluster` (no socket of its own) and a client that is not `ready` (its commands wait in the
+ * offline queue) are left alone.
+ */
+function writesTogether(client: IoRedisClient): () => void {
+  let corked: Corkable | undefined;
+  const uncork = () => {
+    const socket = corked!;
+    corked = undefined;
+    socket.uncork();
+  };
+  return () => {
+    if (corked !== undefined || client.status !== 'ready') return;
+    const socket = client.stream;
+    if (typeof socket?.cork !== 'function') return;
+    socket.cork();
+    corked = socket;
+    process.nextTick(uncork);
+  };
 }

@@ -1,0 +1,95 @@
+/**
+ * ioredis writes each command to its socket on its own, one system call each; the store corks a
+ * `Redis` client's socket for the rest of a tick in which it sends, so that the tick's commands
+ * leave together (as node-redis's do). Checked on the socket's public state: corked while the
+ * tick's commands are buffered, uncorked once they are sent, and never left corked.
+ */
+
+import type { Socket } from 'node:net';
+import { createGate } from '@hookgate/core';
+import { deadPort, type RedisServer, startRedis } from '@hookgate/redis-harness';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { IoRedisStore } from '../src/index.js';
+import { redis } from './clients.js';
+
+let server: RedisServer;
+beforeAll(async () => {
+  server = await startRedis();
+});
+afterAll(async () => {
+  await server?.dispose();
+});
+
+const socketOf = (client: unknown) => (client as { stream?: Socket }).stream;
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+for (const major of [5, 6] as const) {
+  describe(`ioredis ${major}`, () => {
+    it('the commands of one tick wait in the corked socket and leave together', async () => {
+      const client = redis(major, server.port);
+      try {
+        await client.ping();
+        const socket = socketOf(client)!;
+        const store = new IoRedisStore(client);
+        const run = crypto.randomUUID();
+        const claims = Array.from({ length: 32 }, (_, i) =>
+          store.claim(`writes:${run}:${i}`, `${1e15 + i}`, 60_000),
+        );
+        // All 32 SETs are buffered, none handed to the operating system yet.
+        expect(socket.writableCorked).toBe(1);
+        expect(socket.writableLength).toBeGreaterThan(32 * 40);
+        expect(await Promise.all(claims)).toEqual(Array(32).fill('acquired'));
+        expect(socket.writableCorked).toBe(0);
+        expect(socket.writableLength).toBe(0);
+
+        // A command of the application's own, outside the store, is not held.
+        const own = client.set(`writes:${run}:own`, 'x');
+        expect(socket.writableCorked).toBe(0);
+        await own;
+      } finally {
+        client.disconnect();
+      }
+    });
+
+    it('a burst of deliveries through the gate: every one processed once, the socket left uncorked', async () => {
+      const client = redis(major, server.port);
+      try {
+        await client.ping();
+        const gate = createGate({ store: new IoRedisStore(client), eventId: 'id' });
+        const run = crypto.randomUUID();
+        const ids = Array.from({ length: 400 }, (_, i) => `${run}-${i % 200}`);
+        let ran = 0;
+        const outcomes = await Promise.all(
+          ids.map((id) =>
+            gate.run({ payload: { id } }, () => {
+              ran++;
+            }),
+          ),
+        );
+        expect(ran).toBe(200);
+        expect(outcomes.filter((o) => o.status === 'processed')).toHaveLength(200);
+        expect(outcomes.filter((o) => o.status !== 'processed').map((o) => o.status)).toEqual(
+          expect.arrayContaining(['in-flight']),
+        );
+        await nextTurn();
+        expect(socketOf(client)!.writableCorked).toBe(0);
+      } finally {
+        client.disconnect();
+      }
+    });
+
+    it('a client that is not ready is left alone: its commands wait in the offline queue', async () => {
+      const dead = await deadPort();
+      const client = redis(major, dead.port);
+      try {
+        const store = new IoRedisStore(client, { timeoutMs: 200 });
+        const claim = store.claim(`writes:${crypto.randomUUID()}`, '1000000000000000', 60_000);
+        expect(socketOf(client)?.writableCorked ?? 0).toBe(0);
+        await expect(claim).rejects.toMatchObject({ name: 'StoreUnavailableError' });
+      } finally {
+        client.disconnect();
+        await dead.close();
+      }
+    });
+  });
+}
