@@ -43,7 +43,7 @@ export interface IoRedisClient {
   };
   /** A `Redis` client's connection state: its socket takes writes when `'ready'`. */
   status?: string;
-  /** A `Redis` client's socket (a `Cluster` has one per node, and none of its own). */
+  /** A `Redis` client's socket (a `Cluster` has one per node client, and none of its own). */
   stream?: Corkable;
 }
 
@@ -90,9 +90,9 @@ export type IoRedisStoreOptions = RedisStoreOptions;
  * slot layout works: `claim` is `SET key p:<token> PX ttl NX GET`; every other operation is a
  * Lua script run by `EVALSHA`, and by `EVAL` only when the server answers
  * `NOSCRIPT` (after a restart, a failover or `SCRIPT FLUSH`). The client is never modified
- * (no `defineCommand`), and its `keyPrefix`, auto-pipelining and RESP3 are honoured. The
- * socket of a `Redis` client is corked until the end of a tick in which the store sends a
- * command, so that the tick's commands leave in one write (see `writesTogether`).
+ * (no `defineCommand`), and its `keyPrefix`, auto-pipelining and RESP3 are honoured. Its
+ * sockets (a `Cluster`'s: every node's) are corked until the end of a tick in which the store
+ * sends a command, so that the tick's commands leave each in one write (see `writesTogether`).
  *
  * Every operation has a deadline (`timeoutMs`). A timeout or a client error rejects with
  * `StoreUnavailableError`, its `cause` the underlying error. A timed-out command may still run
@@ -167,28 +167,38 @@ export class IoRedisStore extends RedisStore {
 }
 
 /**
- * The writes of one tick, together: the first command the store sends in a tick corks a `Redis`
- * client's socket, and it is uncorked once the tick's work is done (`process.nextTick`, which
- * runs after the microtasks of the tick), so that the tick's commands, the store's and any sent
- * with them, leave in one write. ioredis writes each command on its own, a system call each:
- * three quarters of the client's CPU per delivery at 64 concurrent deliveries, where node-redis
- * corks its socket the same way itself. Nothing waits longer than the tick it was sent in.
- * A `Cluster` (no socket of its own) and a client that is not `ready` (its commands wait in the
- * offline queue) are left alone.
+ * The writes of one tick, together: the first command the store sends in a tick corks the
+ * sockets it may go out on (a `Redis` client's, or every node's of a `Cluster`), and they are
+ * uncorked once the tick's work is done (`process.nextTick`, which runs after the microtasks of
+ * the tick), so that the tick's commands, the store's and any sent with them, leave each socket
+ * in one write. ioredis writes each command on its own, a system call each: three quarters of
+ * the client's CPU per delivery at 64 concurrent deliveries, where node-redis corks its socket
+ * the same way itself. Nothing waits longer than the tick it was sent in. A connection that is
+ * not `ready` (its commands wait in the offline queue) is left alone.
  */
 function writesTogether(client: IoRedisClient): () => void {
-  let corked: Corkable | undefined;
+  let corked: Corkable[] | undefined;
   const uncork = () => {
-    const socket = corked!;
+    const sockets = corked!;
     corked = undefined;
-    socket.uncork();
+    for (const socket of sockets) socket.uncork();
   };
   return () => {
-    if (corked !== undefined || client.status !== 'ready') return;
-    const socket = client.stream;
-    if (typeof socket?.cork !== 'function') return;
-    socket.cork();
-    corked = socket;
+    if (corked !== undefined) return;
+    const sockets = readySockets(client);
+    if (sockets.length === 0) return;
+    for (const socket of sockets) socket.cork();
+    corked = sockets;
     process.nextTick(uncork);
   };
+}
+
+/** The sockets of a ready `Redis` client, or of a `Cluster`'s ready node clients. */
+function readySockets(client: IoRedisClient): Corkable[] {
+  const clients = client.nodes?.('all') ?? [client];
+  const sockets: Corkable[] = [];
+  for (const { status, stream } of clients) {
+    if (status === 'ready' && typeof stream?.cork === 'function') sockets.push(stream);
+  }
+  return sockets;
 }

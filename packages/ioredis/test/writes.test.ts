@@ -7,17 +7,26 @@
 
 import type { Socket } from 'node:net';
 import { createGate } from '@hookgate/core';
-import { deadPort, type RedisServer, startRedis } from '@hookgate/redis-harness';
+import {
+  deadPort,
+  type RedisCluster,
+  type RedisServer,
+  startCluster,
+  startRedis,
+} from '@hookgate/redis-harness';
+import * as ioredis5 from 'ioredis5';
+import * as ioredis6 from 'ioredis6';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IoRedisStore } from '../src/index.js';
 import { redis } from './clients.js';
 
 let server: RedisServer;
+let cluster: RedisCluster;
 beforeAll(async () => {
-  server = await startRedis();
+  [server, cluster] = await Promise.all([startRedis(), startCluster({ masters: 3 })]);
 });
 afterAll(async () => {
-  await server?.dispose();
+  await Promise.all([server?.dispose(), cluster?.dispose()]);
 });
 
 const socketOf = (client: unknown) => (client as { stream?: Socket }).stream;
@@ -73,6 +82,32 @@ for (const major of [5, 6] as const) {
         );
         await nextTurn();
         expect(socketOf(client)!.writableCorked).toBe(0);
+      } finally {
+        client.disconnect();
+      }
+    });
+
+    it('over a Cluster, every node socket holds the commands of the tick and sends them together', async () => {
+      const { Cluster } = major === 5 ? ioredis5 : ioredis6;
+      const client = new Cluster(cluster.rootNodes);
+      client.on('error', () => {});
+      try {
+        await client.ping();
+        // Every master has a connection before the burst (a node connects on first use).
+        await Promise.all(client.nodes('master').map((node) => node.ping()));
+        const store = new IoRedisStore(client);
+        const run = crypto.randomUUID();
+        const claims = Array.from({ length: 48 }, (_, i) =>
+          store.claim(`writes:${run}:${i}`, `${1e15 + i}`, 60_000),
+        );
+        const sockets = client
+          .nodes('all')
+          .filter((node) => node.status === 'ready')
+          .map((node) => socketOf(node)!);
+        expect(sockets.length).toBeGreaterThanOrEqual(3);
+        expect(sockets.map((socket) => socket.writableCorked)).toEqual(sockets.map(() => 1));
+        expect(await Promise.all(claims)).toEqual(Array(48).fill('acquired'));
+        expect(sockets.map((socket) => socket.writableCorked)).toEqual(sockets.map(() => 0));
       } finally {
         client.disconnect();
       }
