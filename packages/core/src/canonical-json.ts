@@ -127,11 +127,14 @@ interface Shape {
 /**
  * Shapes seen lately, by their first name. Payloads repeat a few shapes (line items, their
  * metadata, the envelope), and sorting and quoting the names afresh for each object made up
- * half of the writer's own time. Bounded, so that payloads with endless distinct names cannot
- * grow it.
+ * half of the writer's own time. Bounded in shapes and in each shape's size, so that payloads
+ * with endless or enormous member names cannot grow it.
  */
 const shapes = new Map<string, Shape>();
 const SHAPES_MAX = 512;
+/** Only shapes this small are kept, so that the cache holds at most a few megabytes. */
+const SHAPE_MAX_NAMES = 64;
+const SHAPE_MAX_CHARS = 4096;
 
 function shapeOf(names: string[]): Shape {
   const known = names.length === 0 ? undefined : shapes.get(names[0]!);
@@ -139,13 +142,15 @@ function shapeOf(names: string[]): Shape {
   const sorted = sortNames(names.slice());
   const first: string[] = [];
   const next: string[] = [];
+  let chars = 0;
   for (const name of sorted) {
     const text = quote(name) + ':';
     first.push('{' + text);
     next.push(',' + text);
+    chars += text.length;
   }
   const shape = { names, sorted, first, next };
-  if (names.length > 0) {
+  if (names.length > 0 && names.length <= SHAPE_MAX_NAMES && chars <= SHAPE_MAX_CHARS) {
     if (shapes.size >= SHAPES_MAX) shapes.clear();
     shapes.set(names[0]!, shape);
   }

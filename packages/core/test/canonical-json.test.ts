@@ -194,3 +194,14 @@ describe('canonicalJson against a plain oracle', () => {
     );
   });
 });
+
+describe('canonicalJson with large objects', () => {
+  it('writes an object of many or long member names as the oracle does, again and again', () => {
+    const many = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`k${i}`, i]));
+    const long = { ['x'.repeat(10_000)]: 1, a: 2 };
+    for (let round = 0; round < 3; round++) {
+      expect(canonicalJson(many)).toBe(oracle(many));
+      expect(canonicalJson(long)).toBe(oracle(long));
+    }
+  });
+});
