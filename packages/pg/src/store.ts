@@ -45,6 +45,7 @@ export interface PostgresStoreOptions {
 /** The operations with a statement of their own (each prepared once per connection). */
 const OPERATIONS = [
   'claim',
+  'doneOwn',
   'done',
   'release',
   'extend',
@@ -188,8 +189,7 @@ export class PostgresStore implements ClaimStore {
         let fence: PgResult;
         try {
           const values = [lease.key, lease.token, lease.doneTtlMs, null];
-          const query = { name: this.#names.done, text: this.#sql.done, values };
-          fence = await this.#deadlines.guard(client.query(query));
+          fence = await this.#deadlines.guard(this.#markDone(client, values));
         } catch (error) {
           throw storeError('PostgresStore', 'done', error);
         }
@@ -243,7 +243,27 @@ export class PostgresStore implements ClaimStore {
 
   async done(key: string, token: string, ttlMs: number, fingerprint?: string): Promise<boolean> {
     if (this.#fenced.delete(`${key} ${token}`)) return true; // a transaction committed it
-    return this.#code('done', key, this.#sql.done, [key, token, ttlMs, fingerprint ?? null], 0);
+    let result: PgResult;
+    try {
+      const values = [key, token, ttlMs, fingerprint ?? null];
+      result = await this.#deadlines.guard(this.#markDone(this.#client, values));
+    } catch (error) {
+      throw storeError('PostgresStore', 'done', error);
+    }
+    const code = codeOf(result, 0);
+    if (code === -1) throw foreignValueError('PostgresStore', 'done', key);
+    return code === 1;
+  }
+
+  /**
+   * Mark a claim done, on `client`, under one deadline: `doneOwn`, the `UPDATE` of the row when it
+   * is still this token's (nearly always), else `done`, which decides every other case.
+   * @returns a result with a `code` row, as `done` answers
+   */
+  async #markDone(client: PgQueryable, values: unknown[]): Promise<PgResult> {
+    const own = await client.query({ name: this.#names.doneOwn, text: this.#sql.doneOwn, values });
+    if (own.rowCount === 1) return DONE;
+    return client.query({ name: this.#names.done, text: this.#sql.done, values });
   }
 
   async release(key: string, token: string): Promise<boolean> {
@@ -326,6 +346,9 @@ export class PostgresStore implements ClaimStore {
     this.#fenced.add(`${key} ${token}`);
   }
 }
+
+/** What `done` answers for a row it marked, given when `doneOwn` marked it. */
+const DONE: PgResult = Object.freeze({ rows: [Object.freeze({ code: 1 })], rowCount: 1 });
 
 /** The `code` column of a statement's single row, or `none` when it returned no row. */
 function codeOf(result: PgResult, none: number): number {

@@ -158,11 +158,14 @@ function counted() {
 }
 
 describe('round trips per delivery', () => {
+  // The done's own-row UPDATE (`doneOwn`), as `name` shows it.
+  const doneOwn = `UPDATE "${table}"`;
+
   it('a new delivery costs 2 statements, a duplicate 1, a sequenced one 4', async () => {
     const { sent, store: own } = counted();
     const gate = createGate({ store: own, eventId: 'id', namespace: `rt-${randomUUID()}` });
     await gate.run({ payload: { id: 'e1' } }, () => 'ok');
-    expect(sent.splice(0)).toEqual(['WITH claimed', 'WITH marked']);
+    expect(sent.splice(0)).toEqual(['WITH claimed', doneOwn]);
     await gate.run({ payload: { id: 'e1' } }, () => 'ok');
     expect(sent.splice(0)).toEqual(['WITH claimed']);
     const sequenced = createGate({
@@ -172,7 +175,37 @@ describe('round trips per delivery', () => {
       sequence: { subject: 's', occurredAt: 'at' },
     });
     await sequenced.run({ payload: { id: 'e2', s: 'g1', at: 1_700_000_000 } }, () => 'ok');
-    expect(sent.splice(0)).toEqual(['WITH claimed', 'WITH moved', 'WITH marked', 'WITH freed']);
+    expect(sent.splice(0)).toEqual(['WITH claimed', 'WITH moved', doneOwn, 'WITH freed']);
+  });
+
+  it('a done that finds no row of its token (expired and taken over, never written, a watermark) sends the deciding statement after the UPDATE', async () => {
+    const { sent, store: own } = counted();
+    const ns = `rt-${randomUUID()}`;
+    // Never written: the done records the event done.
+    expect(await own.done(`${ns}:absent`, 'tok-a', 60_000)).toBe(true);
+    expect(sent.splice(0)).toEqual([doneOwn, 'WITH marked']);
+    expect(await own.inspect(`${ns}:absent`)).toMatchObject({ kind: 'done', token: 'tok-a' });
+    // Taken over by another token: not done, and the row stays the other's.
+    expect(await own.claim(`${ns}:taken`, 'tok-b', 60_000)).toBe('acquired');
+    sent.splice(0);
+    expect(await own.done(`${ns}:taken`, 'tok-a', 60_000)).toBe(false);
+    expect(sent.splice(0)).toEqual([doneOwn, 'WITH marked']);
+    expect(await own.inspect(`${ns}:taken`)).toMatchObject({ kind: 'processing', token: 'tok-b' });
+    // Its own claim, expired but not taken: one UPDATE, and the fingerprint is the done's.
+    expect(await own.claim(`${ns}:own`, 'tok-c', 1, 'f-claim')).toBe('acquired');
+    await sleep(20);
+    sent.splice(0);
+    expect(await own.done(`${ns}:own`, 'tok-c', 60_000, 'f-done')).toBe(true);
+    expect(sent.splice(0)).toEqual([doneOwn]);
+    expect(await own.inspect(`${ns}:own`)).toMatchObject({
+      kind: 'done',
+      token: 'tok-c',
+      fingerprint: 'f-done',
+    });
+    // A live claim keeps its fingerprint when the done has none.
+    expect(await own.claim(`${ns}:kept`, 'tok-d', 60_000, 'f-kept')).toBe('acquired');
+    expect(await own.done(`${ns}:kept`, 'tok-d', 60_000)).toBe(true);
+    expect(await own.inspect(`${ns}:kept`)).toMatchObject({ kind: 'done', fingerprint: 'f-kept' });
   });
 
   it('store.transaction: the claim, then BEGIN, the effect, the fence and COMMIT on one connection; the done that follows costs nothing', async () => {
@@ -190,7 +223,7 @@ describe('round trips per delivery', () => {
       'WITH claimed',
       'tx: BEGIN',
       'tx: INSERT INTO',
-      'tx: WITH marked',
+      `tx: ${doneOwn}`,
       'tx: COMMIT',
     ]);
   });
