@@ -87,10 +87,11 @@ export function settleOnWire(res: ServerResponse, claim: Claim): WireWatch {
 
   // The app's error, when it told one, explains a non-2xx answer (Koa writes its 500 after).
   // `on`, not `once`: each event comes once per response, `settle` runs once whatever calls it,
-  // and `once` would wrap each listener in a closure of its own.
+  // and `once` would wrap each listener in a closure of its own. No `finish` listener: Node
+  // emits `prefinish` before it, always (both once the response has ended), and `close` covers
+  // a response that ended but whose socket went before either.
   const onEnded = () => settle(sent ?? res.statusCode, done?.error);
   res.on('prefinish', onEnded);
-  res.on('finish', onEnded);
   res.on('close', () => {
     if (res.writableEnded) onEnded();
     else {
