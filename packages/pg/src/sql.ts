@@ -3,8 +3,9 @@
  * Every expiry is judged by the database clock (`clock_timestamp()`, not the transaction's
  * `now()`), and every operation is a single statement (the done: one, or two when the row is no
  * longer the claim's own): a write that decides, and, in the same statement, a read of the row
- * it left alone that says why (processing, done, stale, held, another kind of record). The read uses the statement's snapshot, so when a concurrent commit
- * hides the row from it, the statement returns no row; each caller says what that means.
+ * it left alone that says why (processing, done, stale, held, another kind of record). The read
+ * uses the statement's snapshot, so when a concurrent commit hides the row from it, the
+ * statement returns no row; each caller says what that means.
  *
  * A row is a claim (`kind` `p` processing or `d` done, `token` its owner, `fingerprint`) or a
  * subject's watermark (`kind` `w`: `at`, `event_key`, and while an event holds the subject,

@@ -186,15 +186,10 @@ export class PostgresStore implements ClaimStore {
       }
       const work = async (client: PgPoolClient) => {
         const value = await handler(event, client);
-        let fence: PgResult;
-        try {
-          const values = [lease.key, lease.token, lease.doneTtlMs, null];
-          fence = await this.#deadlines.guard(this.#markDone(client, values));
-        } catch (error) {
-          throw storeError('PostgresStore', 'done', error);
-        }
-        if (codeOf(fence, 0) === -1) throw foreignValueError('PostgresStore', 'done', lease.key);
-        if (codeOf(fence, 0) !== 1) throw new LeaseLostError(lease.key, 'done');
+        const values = [lease.key, lease.token, lease.doneTtlMs, null];
+        const fence = await this.#guarded('done', () => this.#markDone(client, values));
+        if (!this.#decided('done', lease.key, fence, 0))
+          throw new LeaseLostError(lease.key, 'done');
         return value;
       };
       // A COMMIT whose outcome is unknown happened when the claim row is done by this lease:
@@ -243,16 +238,9 @@ export class PostgresStore implements ClaimStore {
 
   async done(key: string, token: string, ttlMs: number, fingerprint?: string): Promise<boolean> {
     if (this.#fenced.delete(`${key} ${token}`)) return true; // a transaction committed it
-    let result: PgResult;
-    try {
-      const values = [key, token, ttlMs, fingerprint ?? null];
-      result = await this.#deadlines.guard(this.#markDone(this.#client, values));
-    } catch (error) {
-      throw storeError('PostgresStore', 'done', error);
-    }
-    const code = codeOf(result, 0);
-    if (code === -1) throw foreignValueError('PostgresStore', 'done', key);
-    return code === 1;
+    const values = [key, token, ttlMs, fingerprint ?? null];
+    const result = await this.#guarded('done', () => this.#markDone(this.#client, values));
+    return this.#decided('done', key, result, 0);
   }
 
   /**
@@ -326,15 +314,26 @@ export class PostgresStore implements ClaimStore {
     values: unknown[],
     none: number,
   ): Promise<boolean> {
-    const code = codeOf(await this.#query(operation, text, values), none);
+    return this.#decided(operation, key, await this.#query(operation, text, values), none);
+  }
+
+  /** A statement's code: `true` for 1; -1 (a value the store did not write) throws. */
+  #decided(operation: Operation, key: string, result: PgResult, none: number): boolean {
+    const code = codeOf(result, none);
     if (code === -1) throw foreignValueError('PostgresStore', operation, key);
     return code === 1;
   }
 
-  async #query(operation: Operation, text: string, values: unknown[]): Promise<PgResult> {
+  #query(operation: Operation, text: string, values: unknown[]): Promise<PgResult> {
+    return this.#guarded(operation, () =>
+      this.#client.query({ name: this.#names[operation], text, values }),
+    );
+  }
+
+  /** `work` under the operation's deadline; any failure is a `StoreUnavailableError`. */
+  async #guarded(operation: Operation, work: () => Promise<PgResult>): Promise<PgResult> {
     try {
-      const query = { name: this.#names[operation], text, values };
-      return await this.#deadlines.guard(this.#client.query(query));
+      return await this.#deadlines.guard(work());
     } catch (error) {
       throw storeError('PostgresStore', operation, error);
     }
