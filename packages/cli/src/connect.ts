@@ -1,8 +1,9 @@
 import { createGate, type Gate, parseRecord, storeError } from '@hookgate/core';
-import { IoRedisStore } from '@hookgate/ioredis';
-import { PostgresStore } from '@hookgate/pg';
-import { Redis } from 'ioredis';
-import pg from 'pg';
+import type { Redis } from 'ioredis';
+import type pg from 'pg';
+
+// The drivers are imported when a command connects, and only the one it needs: loading ioredis
+// and pg took about 0.3 s each at every start, `--help` included.
 
 /** A mistake in the command line: exit code 2. */
 export class UsageError extends Error {
@@ -74,6 +75,10 @@ function parseUrl(flag: string, value: string, protocols: readonly string[]): UR
 async function connectRedis(value: string, target: Target): Promise<Connection> {
   const url = parseUrl('redis', value, ['redis:', 'rediss:']);
   const { namespace, timeoutMs } = target;
+  const [{ Redis }, { IoRedisStore }] = await Promise.all([
+    import('ioredis'),
+    import('@hookgate/ioredis'),
+  ]);
   const client = new Redis(value, {
     lazyConnect: true,
     connectTimeout: timeoutMs,
@@ -156,7 +161,8 @@ async function redisStats(client: Redis, namespace: string, limit: number): Prom
 
 async function connectPostgres(value: string, target: Target): Promise<Connection> {
   const { namespace, timeoutMs, table = 'hookgate_claims' } = target;
-  const postgres = postgresPool(value, timeoutMs);
+  const { PostgresStore } = await import('@hookgate/pg');
+  const postgres = await postgresPool(value, timeoutMs);
   try {
     const gate = createGate({
       store: new PostgresStore(postgres.pool, { table, timeoutMs }),
@@ -188,8 +194,9 @@ export interface PostgresPool {
  * as the deadline of connecting and of every query. It connects on first use: `check()`.
  * @throws UsageError for a URL that is not `postgres://` or `postgresql://`
  */
-export function postgresPool(value: string, timeoutMs: number): PostgresPool {
+export async function postgresPool(value: string, timeoutMs: number): Promise<PostgresPool> {
   const url = parseUrl('postgres', value, ['postgres:', 'postgresql:']);
+  const { default: pg } = await import('pg');
   const pool = new pg.Pool({
     connectionString: value,
     max: 2,

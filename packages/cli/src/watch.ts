@@ -122,7 +122,7 @@ interface Gap {
  * missing or not a decision log, or the role may not read it
  */
 export async function watch(options: WatchOptions): Promise<void> {
-  const postgres = postgresPool(options.postgres, options.timeoutMs);
+  const postgres = await postgresPool(options.postgres, options.timeoutMs);
   const stop = new AbortController();
   const onSignal = () => stop.abort();
   const onStdoutError = () => stop.abort(); // `hookgate watch | head`: the reader is gone
