@@ -71,8 +71,9 @@ const CLAIM_ATTEMPTS = 5;
  *
  * Each operation is one statement on one row, decided by the database clock
  * (`clock_timestamp()`), never a read followed by a write: `claim` is an
- * `INSERT … ON CONFLICT … DO UPDATE … WHERE <expired>`. Expired rows behave as absent ones;
- * `sweep()` deletes them.
+ * `INSERT … ON CONFLICT … DO UPDATE … WHERE <expired>`. `done` is an `UPDATE` of the claim's
+ * own row, followed by the statement that decides only when that row is no longer its own.
+ * Expired rows behave as absent ones; `sweep()` deletes them.
  *
  * @example
  * ```ts
