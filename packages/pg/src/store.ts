@@ -44,6 +44,7 @@ export interface PostgresStoreOptions {
 
 /** The operations with a statement of their own (each prepared once per connection). */
 const OPERATIONS = [
+  'claimNew',
   'claim',
   'doneOwn',
   'done',
@@ -69,11 +70,13 @@ const CLAIM_ATTEMPTS = 5;
  * Claims survive restarts and failovers of anything but the database, and `transaction()`
  * makes a handler's database effects happen exactly once.
  *
- * Each operation is one statement on one row, decided by the database clock
- * (`clock_timestamp()`), never a read followed by a write: `claim` is an
+ * Every write is decided by one statement on one row, by the database clock
+ * (`clock_timestamp()`), never by a read before it. `claim` is an
+ * `INSERT … ON CONFLICT DO NOTHING` (a new delivery), then when that finds a row a read of it
+ * that locks nothing (a duplicate), and only when the row expired the deciding
  * `INSERT … ON CONFLICT … DO UPDATE … WHERE <expired>`. `done` is an `UPDATE` of the claim's
- * own row, followed by the statement that decides only when that row is no longer its own.
- * Expired rows behave as absent ones; `sweep()` deletes them.
+ * own row, followed by the statement that decides only when that row is no longer its own. Each
+ * operation runs under one deadline. Expired rows behave as absent ones; `sweep()` deletes them.
  *
  * @example
  * ```ts
@@ -196,7 +199,7 @@ export class PostgresStore implements ClaimStore {
       // A COMMIT whose outcome is unknown happened when the claim row is done by this lease:
       // only this transaction's fence writes that.
       const landed = async () => {
-        const { rows } = await this.#query('landed', this.#sql.landed, [lease.key, lease.token]);
+        const { rows } = await this.#query('landed', [lease.key, lease.token]);
         return rows[0]?.done === true;
       };
       const result = await inTransaction('PostgresStore', pool, this.#deadlines, work, landed);
@@ -211,30 +214,36 @@ export class PostgresStore implements ClaimStore {
     ttlMs: number,
     fingerprint?: string,
   ): Promise<ClaimState> {
-    for (let attempt = 1; ; attempt++) {
-      const { rows } = await this.#query('claim', this.#sql.claim, [
-        key,
-        token,
-        ttlMs,
-        fingerprint ?? null,
-      ]);
-      const row = rows[0];
-      if (row?.kind === 'a') return 'acquired';
+    const values = [key, token, ttlMs, fingerprint ?? null];
+    const row = await this.#guarded('claim', () => this.#claimRow(values));
+    // No row: every attempt's row was moved by a concurrent commit; come back later.
+    return row === undefined ? 'processing' : claimAnswer(key, row, token, fingerprint);
+  }
+
+  /**
+   * The row a claim leaves (`kind` `a` when it acquired the key), under one deadline: `claimNew`,
+   * the insert of a key with no row (a new delivery); else `inspect`, the read of a live row (a
+   * duplicate), which locks nothing, where the deciding statement would lock the row and its
+   * commit wait for a WAL flush; else `claim`, which takes an expired row over or reads what it
+   * found. `undefined` when a concurrent commit hid the row from every attempt.
+   */
+  async #claimRow(values: unknown[]): Promise<Record<string, unknown> | undefined> {
+    const send = (statement: Operation, bound = values) =>
+      this.#client.query({
+        name: this.#names[statement],
+        text: this.#sql[statement],
+        values: bound,
+      });
+    if ((await send('claimNew')).rowCount === 1) return ACQUIRED;
+    const live = (await send('inspect', values.slice(0, 1))).rows[0];
+    if (live !== undefined) return live;
+    for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
+      const row = (await send('claim')).rows[0];
       // No row, or an expired one: a concurrent commit moved the row after this statement's
       // snapshot was taken. The next statement sees it.
-      if (row === undefined || row.live !== true) {
-        if (attempt < CLAIM_ATTEMPTS) continue;
-        return 'processing';
-      }
-      if (row.kind !== 'p' && row.kind !== 'd')
-        throw foreignValueError('PostgresStore', 'claim', key);
-      const stored = row.fingerprint as string | null;
-      if (fingerprint !== undefined && stored !== null && stored !== fingerprint) {
-        return { state: 'conflict', fingerprint: stored };
-      }
-      if (row.kind === 'd') return 'done';
-      return row.token === token ? 'acquired' : 'processing';
+      if (row !== undefined && row.live === true) return row;
     }
+    return undefined;
   }
 
   async done(key: string, token: string, ttlMs: number, fingerprint?: string): Promise<boolean> {
@@ -256,24 +265,16 @@ export class PostgresStore implements ClaimStore {
   }
 
   async release(key: string, token: string): Promise<boolean> {
-    return this.#code('release', key, this.#sql.release, [key, token], 1);
+    return this.#code('release', key, [key, token], 1);
   }
 
   async extend(key: string, token: string, ttlMs: number): Promise<boolean> {
-    return this.#code('extend', key, this.#sql.extend, [key, token, ttlMs], 0);
+    return this.#code('extend', key, [key, token, ttlMs], 0);
   }
 
   async advance(key: string, request: AdvanceRequest): Promise<AdvanceState> {
     const { at, eventKey, token, holdMs, ttlMs, ties } = request;
-    const result = await this.#query('advance', this.#sql.advance, [
-      key,
-      at,
-      eventKey,
-      token,
-      holdMs,
-      ttlMs,
-      ties,
-    ]);
+    const result = await this.#query('advance', [key, at, eventKey, token, holdMs, ttlMs, ties]);
     // No row: a concurrent commit moved the watermark; come back later.
     const code = codeOf(result, 2);
     if (code === -1) throw foreignValueError('PostgresStore', 'advance', key);
@@ -281,15 +282,15 @@ export class PostgresStore implements ClaimStore {
   }
 
   async releaseHold(key: string, token: string): Promise<boolean> {
-    return this.#code('releaseHold', key, this.#sql.releaseHold, [key, token], 1);
+    return this.#code('releaseHold', key, [key, token], 1);
   }
 
   async extendHold(key: string, token: string, ttlMs: number): Promise<boolean> {
-    return this.#code('extendHold', key, this.#sql.extendHold, [key, token, ttlMs], 0);
+    return this.#code('extendHold', key, [key, token, ttlMs], 0);
   }
 
   async inspect(key: string): Promise<StoredRecord> {
-    const row = (await this.#query('inspect', this.#sql.inspect, [key])).rows[0];
+    const row = (await this.#query('inspect', [key])).rows[0];
     if (row === undefined) return { kind: 'absent' };
     const ttlMs = Math.max(0, Number(row.ttl_ms));
     if (row.kind === 'w') {
@@ -303,7 +304,7 @@ export class PostgresStore implements ClaimStore {
   }
 
   async forget(key: string): Promise<boolean> {
-    const { rows } = await this.#query('forget', this.#sql.forget, [key]);
+    const { rows } = await this.#query('forget', [key]);
     return rows[0]?.live === true;
   }
 
@@ -311,11 +312,10 @@ export class PostgresStore implements ClaimStore {
   async #code(
     operation: Operation,
     key: string,
-    text: string,
     values: unknown[],
     none: number,
   ): Promise<boolean> {
-    return this.#decided(operation, key, await this.#query(operation, text, values), none);
+    return this.#decided(operation, key, await this.#query(operation, values), none);
   }
 
   /** A statement's code: `true` for 1; -1 (a value the store did not write) throws. */
@@ -325,14 +325,14 @@ export class PostgresStore implements ClaimStore {
     return code === 1;
   }
 
-  #query(operation: Operation, text: string, values: unknown[]): Promise<PgResult> {
-    return this.#guarded(operation, () =>
-      this.#client.query({ name: this.#names[operation], text, values }),
-    );
+  /** The operation's own statement, under its deadline. */
+  #query(operation: Operation, values: unknown[]): Promise<PgResult> {
+    const query = { name: this.#names[operation], text: this.#sql[operation], values };
+    return this.#guarded(operation, () => this.#client.query(query));
   }
 
   /** `work` under the operation's deadline; any failure is a `StoreUnavailableError`. */
-  async #guarded(operation: Operation, work: () => Promise<PgResult>): Promise<PgResult> {
+  async #guarded<T>(operation: Operation, work: () => Promise<T>): Promise<T> {
     try {
       return await this.#deadlines.guard(work());
     } catch (error) {
@@ -349,6 +349,26 @@ export class PostgresStore implements ClaimStore {
 
 /** What `done` answers for a row it marked, given when `doneOwn` marked it. */
 const DONE: PgResult = Object.freeze({ rows: [Object.freeze({ code: 1 })], rowCount: 1 });
+
+/** The row of a claim that acquired its key. */
+const ACQUIRED = Object.freeze({ kind: 'a', live: true });
+
+/** What `claim` answers for the row it left: `kind` (`a` acquired), `token`, `fingerprint`. */
+function claimAnswer(
+  key: string,
+  row: Record<string, unknown>,
+  token: string,
+  fingerprint: string | undefined,
+): ClaimState {
+  if (row.kind === 'a') return 'acquired';
+  if (row.kind !== 'p' && row.kind !== 'd') throw foreignValueError('PostgresStore', 'claim', key);
+  const stored = row.fingerprint as string | null;
+  if (fingerprint !== undefined && stored !== null && stored !== fingerprint) {
+    return { state: 'conflict', fingerprint: stored };
+  }
+  if (row.kind === 'd') return 'done';
+  return row.token === token ? 'acquired' : 'processing';
+}
 
 /** The `code` column of a statement's single row, or `none` when it returned no row. */
 function codeOf(result: PgResult, none: number): number {

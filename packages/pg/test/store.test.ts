@@ -158,16 +158,19 @@ function counted() {
 }
 
 describe('round trips per delivery', () => {
-  // The done's own-row UPDATE (`doneOwn`), as `name` shows it.
+  // As `name` shows them: the claim's plain insert (`claimNew`), its read of a live row
+  // (`inspect`), and the done's own-row UPDATE (`doneOwn`).
+  const claimNew = 'INSERT INTO';
+  const read = 'SELECT kind,';
   const doneOwn = `UPDATE "${table}"`;
 
-  it('a new delivery costs 2 statements, a duplicate 1, a sequenced one 4', async () => {
+  it('a new delivery costs 2 statements, a duplicate 2 (neither locks), a sequenced one 4', async () => {
     const { sent, store: own } = counted();
     const gate = createGate({ store: own, eventId: 'id', namespace: `rt-${randomUUID()}` });
     await gate.run({ payload: { id: 'e1' } }, () => 'ok');
-    expect(sent.splice(0)).toEqual(['WITH claimed', doneOwn]);
+    expect(sent.splice(0)).toEqual([claimNew, doneOwn]);
     await gate.run({ payload: { id: 'e1' } }, () => 'ok');
-    expect(sent.splice(0)).toEqual(['WITH claimed']);
+    expect(sent.splice(0)).toEqual([claimNew, read]);
     const sequenced = createGate({
       store: own,
       eventId: 'id',
@@ -175,7 +178,65 @@ describe('round trips per delivery', () => {
       sequence: { subject: 's', occurredAt: 'at' },
     });
     await sequenced.run({ payload: { id: 'e2', s: 'g1', at: 1_700_000_000 } }, () => 'ok');
-    expect(sent.splice(0)).toEqual(['WITH claimed', 'WITH moved', doneOwn, 'WITH freed']);
+    expect(sent.splice(0)).toEqual([claimNew, 'WITH moved', doneOwn, 'WITH freed']);
+  });
+
+  it('a claim that finds an expired row takes it over with the deciding statement, after the insert and the read', async () => {
+    const { sent, store: own } = counted();
+    const key = `rt-${randomUUID()}:expired`;
+    expect(await own.claim(key, 'tok-a', 1, 'f-a')).toBe('acquired');
+    await sleep(20);
+    sent.splice(0);
+    expect(await own.claim(key, 'tok-b', 60_000, 'f-b')).toBe('acquired');
+    expect(sent.splice(0)).toEqual([claimNew, read, 'WITH claimed']);
+    expect(await own.inspect(key)).toMatchObject({
+      kind: 'processing',
+      token: 'tok-b',
+      fingerprint: 'f-b',
+    });
+  });
+
+  it('a duplicate answers while another transaction holds its row locked: the claim locks nothing', async () => {
+    const key = `rt-${randomUUID()}:locked`;
+    expect(await store.claim(key, 'tok-a', 60_000)).toBe('acquired');
+    expect(await store.done(key, 'tok-a', 60_000)).toBe(true);
+    const holder = await shared.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT 1 FROM "${table}" WHERE key = $1 FOR UPDATE`, [key]);
+      // The deciding statement (ON CONFLICT DO UPDATE) would wait here for the lock, past the
+      // deadline.
+      const impatient = new PostgresStore(shared, { table, timeoutMs: 500 });
+      expect(await impatient.claim(key, 'tok-b', 60_000)).toBe('done');
+      expect(await impatient.claim(key, 'tok-a', 60_000)).toBe('done');
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+  });
+
+  it('an expired row that another transaction holds: the claim waits for it in the deciding statement, under the one deadline', async () => {
+    const key = `rt-${randomUUID()}:expired-locked`;
+    expect(await store.claim(key, 'tok-a', 1)).toBe('acquired');
+    await sleep(20);
+    const holder = await shared.connect();
+    const impatient = new PostgresStore(shared, { table, timeoutMs: 300 });
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT 1 FROM "${table}" WHERE key = $1 FOR UPDATE`, [key]);
+      const started = performance.now();
+      const error = await impatient.claim(key, 'tok-b', 60_000).catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: 'STORE_UNAVAILABLE', reason: 'unavailable' });
+      expect(String(error)).toContain('PostgresStore: claim');
+      expect(performance.now() - started).toBeLessThan(1_000);
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+    // The statement was not cancelled: once the lock went, it took the row over.
+    await vi.waitFor(async () => {
+      expect(await store.inspect(key)).toMatchObject({ kind: 'processing', token: 'tok-b' });
+    });
   });
 
   it('a done that finds no row of its token (expired and taken over, never written, a watermark) sends the deciding statement after the UPDATE', async () => {
@@ -220,7 +281,7 @@ describe('round trips per delivery', () => {
     );
     expect(outcome).toMatchObject({ status: 'processed', result: 'paid' });
     expect(sent).toEqual([
-      'WITH claimed',
+      claimNew,
       'tx: BEGIN',
       'tx: INSERT INTO',
       `tx: ${doneOwn}`,
@@ -280,7 +341,10 @@ describe('store.transaction: effects exactly once', () => {
   it('a storm of redeliveries over three workers whose handlers outlive their leases: every event has exactly one effect', async () => {
     const namespace = `storm-${randomUUID()}`;
     const workers = ['w1', 'w2', 'w3'].map((name) => ({ name, gate: gateOf(namespace, 150) }));
-    const events = Array.from({ length: 40 }, (_, i) => `evt_${i}`);
+    // Fewer events than the pool has connections: with more, the transactions would hold every
+    // connection, and the redeliveries' claims would wait in the pool's queue until the first
+    // runs had committed, overtaking none.
+    const events = Array.from({ length: 8 }, (_, i) => `evt_${i}`);
     let outcomes = 0;
     let rolledBack = 0;
     const slowOnce = new Set<string>();
