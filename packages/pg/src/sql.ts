@@ -1,13 +1,13 @@
 /**
  * The statements of the PostgreSQL store, one per operation, for a table name already checked.
  * Every expiry is judged by the database clock (`clock_timestamp()`, not the transaction's
- * `now()`), and every operation is a single statement: a write that decides, and, in the same
+ * `now()`), and every decision is a single statement: a write that decides, and, in the same
  * statement, a read of the row it left alone that says why (processing, done, stale, held,
  * another kind of record). The read uses the statement's snapshot, so when a concurrent commit
  * hides the row from it, the statement returns no row; each caller says what that means. The
  * claim and the done first try a plainer statement for their usual case (`claimNew`: a key with
  * no row; `doneOwn`: a row still the claim's own) and send the deciding one only when it
- * touched no row.
+ * touched no row (the claim, only when a read of the live row found none either).
  *
  * A row is a claim (`kind` `p` processing or `d` done, `token` its owner, `fingerprint`) or a
  * subject's watermark (`kind` `w`: `at`, `event_key`, and while an event holds the subject,
@@ -38,8 +38,8 @@ export function statements(t: string, indexName: string) {
     /**
      * $1 key, $2 token, $3 ttl ms, $4 fingerprint or null. The claim of a key with no row at all,
      * as nearly every new delivery finds it: a plain insert (a sixth cheaper than `claim`,
-     * measured), one row or none. None: `claim` follows and decides (a live claim or done record,
-     * an expired row to take over, a watermark).
+     * measured), one row or none. None: `inspect`, which locks nothing, answers for a live row
+     * (a duplicate), and `claim` decides when there is none (an expired row to take over).
      */
     claimNew: `
       INSERT INTO ${t} (key, kind, token, fingerprint, expires_at)
