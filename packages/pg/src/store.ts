@@ -141,8 +141,7 @@ export class PostgresStore implements ClaimStore {
     for (;;) {
       let deleted: number;
       try {
-        const query = { name: this.#names.sweep, text: this.#sql.sweep, values: [SWEEP_BATCH] };
-        deleted = (await this.#client.query(query)).rowCount ?? 0;
+        deleted = (await this.#send(this.#client, 'sweep', [SWEEP_BATCH])).rowCount ?? 0;
       } catch (error) {
         throw storeError('PostgresStore', 'sweep', error);
       }
@@ -228,17 +227,12 @@ export class PostgresStore implements ClaimStore {
    * found. `undefined` when a concurrent commit hid the row from every attempt.
    */
   async #claimRow(values: unknown[]): Promise<Record<string, unknown> | undefined> {
-    const send = (statement: Operation, bound = values) =>
-      this.#client.query({
-        name: this.#names[statement],
-        text: this.#sql[statement],
-        values: bound,
-      });
-    if ((await send('claimNew')).rowCount === 1) return ACQUIRED;
-    const live = (await send('inspect', values.slice(0, 1))).rows[0];
+    const client = this.#client;
+    if ((await this.#send(client, 'claimNew', values)).rowCount === 1) return ACQUIRED;
+    const live = (await this.#send(client, 'inspect', [values[0]])).rows[0];
     if (live !== undefined) return live;
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
-      const row = (await send('claim')).rows[0];
+      const row = (await this.#send(client, 'claim', values)).rows[0];
       // No row, or an expired one: a concurrent commit moved the row after this statement's
       // snapshot was taken. The next statement sees it.
       if (row !== undefined && row.live === true) return row;
@@ -259,9 +253,8 @@ export class PostgresStore implements ClaimStore {
    * @returns a result with a `code` row, as `done` answers
    */
   async #markDone(client: PgQueryable, values: unknown[]): Promise<PgResult> {
-    const own = await client.query({ name: this.#names.doneOwn, text: this.#sql.doneOwn, values });
-    if (own.rowCount === 1) return DONE;
-    return client.query({ name: this.#names.done, text: this.#sql.done, values });
+    if ((await this.#send(client, 'doneOwn', values)).rowCount === 1) return DONE;
+    return this.#send(client, 'done', values);
   }
 
   async release(key: string, token: string): Promise<boolean> {
@@ -327,8 +320,12 @@ export class PostgresStore implements ClaimStore {
 
   /** The operation's own statement, under its deadline. */
   #query(operation: Operation, values: unknown[]): Promise<PgResult> {
-    const query = { name: this.#names[operation], text: this.#sql[operation], values };
-    return this.#guarded(operation, () => this.#client.query(query));
+    return this.#guarded(operation, () => this.#send(this.#client, operation, values));
+  }
+
+  /** `statement` on `client`, by name: prepared once per connection. No deadline of its own. */
+  #send(client: PgQueryable, statement: Operation, values: unknown[]): Promise<PgResult> {
+    return client.query({ name: this.#names[statement], text: this.#sql[statement], values });
   }
 
   /** `work` under the operation's deadline; any failure is a `StoreUnavailableError`. */
