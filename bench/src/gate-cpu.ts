@@ -2,7 +2,9 @@
  * The gate's own CPU per new delivery over a Redis store: `gate.run` over IoRedisStore on a
  * client that answers every command at once (no socket, no server), against the same two
  * commands sent by hand to that client. What is left is what hookgate adds in Node per delivery:
- * key derivation, the owner token, the lease, the store's deadlines and reply mapping.
+ * key derivation, the owner token, the lease, the store's deadlines and reply mapping. A second
+ * row gives the gate the body's bytes, as every HTTP binding does, against a baseline that
+ * parses them itself: the parse, and what the gate does around it.
  */
 import { createGate } from '@hookgate/core';
 import { type IoRedisClient, IoRedisStore } from '@hookgate/ioredis';
@@ -27,12 +29,33 @@ const instantRaw: RawCommands = {
 
 const handler = () => 'ok';
 
+/** Webhook bodies as they come off the wire, made beforehand and used in turn. */
+const BODIES = Array.from({ length: 4096 }, (_, i) =>
+  new TextEncoder().encode(
+    JSON.stringify({
+      id: `evt_${i.toString(36)}`,
+      type: 'invoice.paid',
+      created: 1_700_000_000,
+      data: { object: { id: 'in_1', customer: 'cus_1', total: 4200, currency: 'eur' } },
+    }),
+  ),
+);
+const HEADERS = { 'content-type': 'application/json' };
+const text = new TextDecoder();
+
 export async function gateCpuBench(plan: Plan): Promise<Row[]> {
   const gate = createGate({ store: new IoRedisStore(instant), eventId: 'id' });
-  const [run, base] = await alternate(
+  let next = 0;
+  const body = () => BODIES[next++ & 4095]!;
+  const [run, base, runRaw, baseRaw] = await alternate(
     [
       asyncSide(() => gate.run({ payload: { id: nextId() } }, handler), 1),
       asyncSide(() => baselineNew(instantRaw, nextId()), 1),
+      asyncSide(() => gate.run({ rawBody: body(), headers: HEADERS }, handler), 1),
+      asyncSide(() => {
+        const payload = JSON.parse(text.decode(body())) as { id: string };
+        return baselineNew(instantRaw, payload.id);
+      }, 1),
     ],
     plan,
   );
@@ -44,6 +67,14 @@ export async function gateCpuBench(plan: Plan): Promise<Row[]> {
       note: `${us(run!.opsPerCpuSec)} µs of CPU per delivery, the baseline ${us(base!.opsPerCpuSec)} µs`,
       stats: run!,
       baseline: { name: 'SET NX PX + SET by hand, the same client', stats: base! },
+      perCpu: true,
+    },
+    {
+      section: 'Gate CPU',
+      name: 'the same, given the body bytes as a binding gives them',
+      note: `${us(runRaw!.opsPerCpuSec)} µs of CPU per delivery, the baseline ${us(baseRaw!.opsPerCpuSec)} µs`,
+      stats: runRaw!,
+      baseline: { name: 'JSON.parse, then the same by hand', stats: baseRaw! },
       perCpu: true,
     },
   ];

@@ -79,11 +79,7 @@ export function deriveKey(delivery: Delivery, options: KeyOptions = {}): Derived
   const deriver = compileKeyOptions(options);
   try {
     const payload = payloadOf(delivery);
-    return keyOf(
-      deriver,
-      payload,
-      delivery.payload === undefined ? { ...delivery, payload } : delivery,
-    );
+    return keyOf(deriver, payload, withPayload(delivery, payload));
   } catch (error) {
     throw unreadable(error);
   }
@@ -159,6 +155,16 @@ export function plainOrHashed(id: string): string {
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * @internal `delivery` with `payload` filled in when only `rawBody` came (what function
+ * selectors and `gate.run`'s handler see). Its fields are written out: a spread of the
+ * caller's object cost about 2 µs a delivery, more than the rest of the gate's own work.
+ */
+export function withPayload(delivery: Delivery, payload: unknown): Delivery {
+  if (delivery.payload !== undefined) return delivery;
+  return { payload, headers: delivery.headers, rawBody: delivery.rawBody };
+}
 
 /** @internal The payload of a delivery, parsed from `rawBody` when `payload` is absent. */
 export function payloadOf(delivery: Delivery): unknown {

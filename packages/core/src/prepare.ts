@@ -1,7 +1,15 @@
 import type { Report } from './decisions.js';
 import { InvalidDeliveryError } from './errors.js';
 import type { ResolvedGateOptions } from './gate-options.js';
-import { digestOf, idString, keyOf, payloadOf, plainOrHashed, unreadable } from './key.js';
+import {
+  digestOf,
+  idString,
+  keyOf,
+  payloadOf,
+  plainOrHashed,
+  unreadable,
+  withPayload,
+} from './key.js';
 import type { CompiledSelector } from './select.js';
 import { parseTimestamp } from './time.js';
 import type { Delivery, WebhookEvent } from './types.js';
@@ -37,7 +45,7 @@ export function prepareDelivery<TPayload>(
   try {
     const payload = payloadOf(delivery);
     // Function selectors get the parsed payload even when only the raw body was given.
-    if (delivery.payload === undefined) delivery = { ...delivery, payload };
+    delivery = withPayload(delivery, payload);
     const { key, source } = keyOf(options.deriver, payload, delivery);
     event = { key, source, payload: payload as TPayload };
     // A digest key is the payload's fingerprint already.

@@ -4,6 +4,7 @@ import {
   type ClaimStore,
   createGate,
   type DecisionEvent,
+  type Delivery,
   type GateOptions,
   HookgateError,
   InvalidDeliveryError,
@@ -546,18 +547,29 @@ describe('a store that fails after the handler ran', () => {
 });
 
 describe('selector functions', () => {
-  it('see the payload parsed when only rawBody is given', async () => {
-    const seen: unknown[] = [];
+  it('see the payload parsed when only rawBody is given, beside its headers and bytes', async () => {
+    const seen: Delivery[] = [];
     const gate = createGate({
       store: new MemoryStore(),
       eventId: (delivery) => {
-        seen.push(delivery.payload);
+        seen.push(delivery);
         return (delivery.payload as { id: string }).id;
       },
     });
-    const outcome = await gate.run({ rawBody: '{"id":"evt_raw"}' }, () => 1);
+    const rawBody = new TextEncoder().encode('{"id":"evt_raw"}');
+    const headers = { 'x-request-id': 'r1' };
+    const outcome = await gate.run({ rawBody, headers }, (_event, delivery) => {
+      seen.push(delivery);
+      return 1;
+    });
     expect(outcome.key).toBe('evt:evt_raw');
-    expect(seen).toEqual([{ id: 'evt_raw' }]);
+    // The selector and the handler see the same delivery: the parsed payload, and what came.
+    expect(seen).toHaveLength(2);
+    for (const delivery of seen) {
+      expect(delivery.payload).toEqual({ id: 'evt_raw' });
+      expect(delivery.headers).toBe(headers);
+      expect(delivery.rawBody).toBe(rawBody);
+    }
   });
 
   it('a subject or time selector that throws only informs: refused with the guard, left out without', async () => {
