@@ -3,7 +3,8 @@
  * with autocannon: one framework, two routes on one app, `POST /hookgate` (the binding) and
  * `POST /baseline` (the same route written by hand with the baseline commands). Both use one
  * ioredis client. Started as `http-server.ts <express|koa|hono> <redisPort>`; it sends its
- * port to the parent over IPC, and its CPU time whenever the parent asks (`{ cpu: true }`).
+ * port to the parent over IPC, its CPU time whenever the parent asks (`{ cpu: true }`), and its
+ * clock (`{ clock: true }`).
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
@@ -103,9 +104,12 @@ if (server.listening) listening();
 else if (framework === 'hono') server.once('listening', listening);
 else server.listen(0, '127.0.0.1', listening);
 // The parent asks for this process's CPU time around each load, so that a route's CPU per
-// request can be told apart from autocannon's and Redis's share of the machine.
+// request can be told apart from autocannon's and Redis's share of the machine; and, to profile
+// (`profile-http.ts`), for its monotonic clock in µs, the clock of `--cpu-prof`'s samples.
 process.on('message', (message) => {
-  if ((message as { cpu?: boolean }).cpu) process.send?.({ cpu: process.cpuUsage() });
+  const { cpu, clock } = message as { cpu?: boolean; clock?: boolean };
+  if (cpu) process.send?.({ cpu: process.cpuUsage() });
+  if (clock) process.send?.({ clock: Number(process.hrtime.bigint() / 1000n) });
 });
 process.on('disconnect', () => {
   server.close();

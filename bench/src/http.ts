@@ -12,17 +12,39 @@ import type { Plan, Row, Stats } from './measure.js';
 const SERVER = fileURLToPath(new URL('./http-server.ts', import.meta.url));
 const CONNECTIONS = 32;
 
-async function startServer(
+/**
+ * Start the benchmark's server for `framework` (see `http-server.ts`), with `execArgv` added to
+ * the node options it inherits (e.g. `--cpu-prof`).
+ */
+export async function startServer(
   framework: string,
   redisPort: number,
+  execArgv: string[] = [],
 ): Promise<{ port: number; child: ChildProcess }> {
   // fork() passes on this process's execArgv: tsx's loader (the packages are their built dist/).
-  const child = fork(SERVER, [framework, String(redisPort)], { stdio: 'inherit' });
+  const child = fork(SERVER, [framework, String(redisPort)], {
+    stdio: 'inherit',
+    execArgv: [...process.execArgv, ...execArgv],
+  });
   const port = await new Promise<number>((resolve, reject) => {
     child.once('message', (message) => resolve((message as { port: number }).port));
     child.once('exit', (code) => reject(new Error(`${framework} server exited (${code})`)));
   });
   return { port, child };
+}
+
+/** Ask the server something over IPC, and wait for the answer that has `field`. */
+export function askServer<T>(child: ChildProcess, field: string): Promise<T> {
+  return new Promise((resolve) => {
+    const onMessage = (message: unknown) => {
+      const answer = (message as Record<string, unknown>)[field];
+      if (answer === undefined) return;
+      child.off('message', onMessage);
+      resolve(answer as T);
+    };
+    child.on('message', onMessage);
+    child.send({ [field]: true });
+  });
 }
 
 let counter = 0;
@@ -37,29 +59,16 @@ interface Acc {
   cpuMs: number;
 }
 
-/** The server's CPU time so far, in ms (user + system), asked over IPC. */
-function serverCpuMs(child: ChildProcess): Promise<number> {
-  return new Promise((resolve) => {
-    const onMessage = (message: unknown) => {
-      const cpu = (message as { cpu?: NodeJS.CpuUsage }).cpu;
-      if (cpu === undefined) return;
-      child.off('message', onMessage);
-      resolve((cpu.user + cpu.system) / 1000);
-    };
-    child.on('message', onMessage);
-    child.send({ cpu: true });
-  });
+/** The server's CPU time so far, in ms (user + system). */
+async function serverCpuMs(child: ChildProcess): Promise<number> {
+  const cpu = await askServer<NodeJS.CpuUsage>(child, 'cpu');
+  return (cpu.user + cpu.system) / 1000;
 }
 
-async function load(
-  server: { port: number; child: ChildProcess },
-  path: string,
-  seconds: number,
-  into: Acc,
-): Promise<void> {
-  const cpuBefore = await serverCpuMs(server.child);
-  const result = await autocannon({
-    url: `http://127.0.0.1:${server.port}${path}`,
+/** POST a new event to `path` from 32 connections for `seconds`. */
+export function loadRoute(port: number, path: string, seconds: number) {
+  return autocannon({
+    url: `http://127.0.0.1:${port}${path}`,
     connections: CONNECTIONS,
     duration: seconds,
     requests: [
@@ -78,6 +87,16 @@ async function load(
       },
     ],
   });
+}
+
+async function load(
+  server: { port: number; child: ChildProcess },
+  path: string,
+  seconds: number,
+  into: Acc,
+): Promise<void> {
+  const cpuBefore = await serverCpuMs(server.child);
+  const result = await loadRoute(server.port, path, seconds);
   into.requests += result.requests.total;
   into.seconds += result.duration;
   into.p50.push(result.latency.p50);
