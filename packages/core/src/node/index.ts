@@ -28,21 +28,18 @@ export function readBody(req: IncomingMessage, limit: number): Promise<BodyRead>
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    // The first event to settle the promise decides; the listeners stay on, since what they
-    // resolve after it changes nothing, and taking four off cost about 1.7 µs a request in a
-    // profiled Express server, more than the rest of the read.
-    const onGone = () => resolve('aborted');
-    req
-      .on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > limit) resolve('too-large');
-        else chunks.push(chunk);
-      })
-      .on('end', () => {
-        if (size <= limit) resolve(Buffer.concat(chunks, size));
-      })
-      .on('error', onGone)
-      .on('close', onGone);
+    const finish = (result: BodyRead) => {
+      req.off('data', onData).off('end', onEnd).off('error', onGone).off('close', onGone);
+      resolve(result);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) finish('too-large');
+      else chunks.push(chunk);
+    };
+    const onEnd = () => finish(Buffer.concat(chunks, size));
+    const onGone = () => finish('aborted');
+    req.on('data', onData).on('end', onEnd).on('error', onGone).on('close', onGone);
   });
 }
 
