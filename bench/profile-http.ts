@@ -40,11 +40,15 @@ interface Profile {
 }
 
 const [framework = '', roundsArg = '6'] = process.argv.slice(2);
-if (!['express', 'koa', 'hono'].includes(framework)) {
-  console.error('usage: pnpm bench:profile-http <express|koa|hono> [rounds]');
+const rounds = Number(roundsArg);
+if (
+  !['express', 'koa', 'hono'].includes(framework) ||
+  !Number.isSafeInteger(rounds) ||
+  rounds < 1
+) {
+  console.error('usage: pnpm bench:profile-http <express|koa|hono> [rounds, default 6]');
   process.exit(2);
 }
-const rounds = Number(roundsArg);
 
 const dir = mkdtempSync(join(tmpdir(), 'hookgate-profile-'));
 const redis = await startRedis();
@@ -96,10 +100,10 @@ function place({ functionName, url, lineNumber }: ProfileNode['callFrame']): str
   return `${functionName || '(anonymous)'} ${file}${url ? `:${lineNumber + 1}` : ''}`;
 }
 
-function report(profile: Profile, rounds: Window[]): void {
+function report(profile: Profile, loads: Window[]): void {
   const nodes = new Map(profile.nodes.map((node) => [node.id, node]));
   const requests = { '/hookgate': 0, '/baseline': 0 };
-  for (const w of rounds) requests[w.route] += w.requests;
+  for (const w of loads) requests[w.route] += w.requests;
   const byCategory = { '/hookgate': new Map<string, number>(), '/baseline': new Map() };
   const byPlace = { '/hookgate': new Map<string, number>(), '/baseline': new Map() };
   let time = profile.startTime;
@@ -107,16 +111,14 @@ function report(profile: Profile, rounds: Window[]): void {
     time += profile.timeDeltas[i]!;
     const frame = nodes.get(profile.samples[i]!)!.callFrame;
     if (frame.functionName === '(idle)') continue;
-    const round = rounds.find((w) => time >= w.start && time < w.end);
+    const round = loads.find((w) => time >= w.start && time < w.end);
     if (round === undefined) continue;
     // A sample stands for the time until the next one.
     const us = profile.timeDeltas[i + 1] ?? 0;
-    for (const [into, key] of [
-      [byCategory[round.route], category(frame)],
-      [byPlace[round.route], place(frame)],
-    ] as const) {
+    const add = (into: Map<string, number>, key: string) =>
       into.set(key, (into.get(key) ?? 0) + us);
-    }
+    add(byCategory[round.route], category(frame));
+    add(byPlace[round.route], place(frame));
   }
   const perRequest = (route: Route, sum: number) => sum / requests[route];
   const total = (route: Route) =>
@@ -125,7 +127,7 @@ function report(profile: Profile, rounds: Window[]): void {
       [...byCategory[route].values()].reduce((a, b) => a + b, 0),
     );
   console.log(
-    `${framework}, ${rounds.length / 2} rounds of 1 s per route: ` +
+    `${framework}, ${loads.length / 2} rounds of 1 s per route: ` +
       `/hookgate ${requests['/hookgate']} requests, ${total('/hookgate').toFixed(1)} µs of server CPU each; ` +
       `/baseline ${requests['/baseline']} requests, ${total('/baseline').toFixed(1)} µs each ` +
       `(requests ${(requests['/hookgate'] / requests['/baseline']).toFixed(3)}x)`,
