@@ -8,7 +8,7 @@
  */
 import { createGate } from '@hookgate/core';
 import { type IoRedisClient, IoRedisStore } from '@hookgate/ioredis';
-import { alternate, asyncSide, type Plan, type Row } from './measure.js';
+import { alternate, asyncSide, type Plan, type Row, type Stats } from './measure.js';
 import { baselineNew, nextId, type RawCommands } from './redis.js';
 
 /**
@@ -59,23 +59,27 @@ export async function gateCpuBench(plan: Plan): Promise<Row[]> {
     ],
     plan,
   );
-  const us = (opsPerCpuSec: number) => (1e6 / opsPerCpuSec).toFixed(2);
+  const us = (stats: Stats) => (1e6 / stats.opsPerCpuSec).toFixed(2);
+  const row = (name: string, stats: Stats, baselineName: string, baseline: Stats): Row => ({
+    section: 'Gate CPU',
+    name,
+    note: `${us(stats)} µs of CPU per delivery, the baseline ${us(baseline)} µs`,
+    stats,
+    baseline: { name: baselineName, stats: baseline },
+    perCpu: true,
+  });
   return [
-    {
-      section: 'Gate CPU',
-      name: 'gate.run over IoRedisStore, a client that answers at once',
-      note: `${us(run!.opsPerCpuSec)} µs of CPU per delivery, the baseline ${us(base!.opsPerCpuSec)} µs`,
-      stats: run!,
-      baseline: { name: 'SET NX PX + SET by hand, the same client', stats: base! },
-      perCpu: true,
-    },
-    {
-      section: 'Gate CPU',
-      name: 'the same, given the body bytes as a binding gives them',
-      note: `${us(runRaw!.opsPerCpuSec)} µs of CPU per delivery, the baseline ${us(baseRaw!.opsPerCpuSec)} µs`,
-      stats: runRaw!,
-      baseline: { name: 'JSON.parse, then the same by hand', stats: baseRaw! },
-      perCpu: true,
-    },
+    row(
+      'gate.run over IoRedisStore, a client that answers at once',
+      run!,
+      'SET NX PX + SET by hand, the same client',
+      base!,
+    ),
+    row(
+      'the same, given the body bytes as a binding gives them',
+      runRaw!,
+      'JSON.parse, then the same by hand',
+      baseRaw!,
+    ),
   ];
 }
