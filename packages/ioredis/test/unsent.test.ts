@@ -6,7 +6,7 @@
  * command of it unsent ("All keys in the pipeline should belong to the same slots allocation
  * group"). Never sent, so the store sends it again rather than answering 503.
  */
-import { type RedisCluster, startCluster } from '@hookgate/redis-harness';
+import { keySlot, type RedisCluster, startCluster } from '@hookgate/redis-harness';
 import * as ioredis5 from 'ioredis5';
 import * as ioredis6 from 'ioredis6';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,9 +19,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await cluster?.dispose();
 });
-
-const slotOf = async (key: string) =>
-  Number(await cluster.nodes[0]!.command('CLUSTER', 'KEYSLOT', key));
 
 for (const major of [5, 6] as const) {
   describe(`ioredis ${major} with auto-pipelining`, () => {
@@ -40,11 +37,11 @@ for (const major of [5, 6] as const) {
         for (let i = 0; second === ''; i++) {
           const candidate = `unsent-${run}:evt:b${i}`;
           const owner = await cluster.masterFor(candidate);
-          if (owner.port === source.port && (await slotOf(candidate)) !== (await slotOf(first)))
+          if (owner.port === source.port && keySlot(candidate) !== keySlot(first))
             second = candidate;
         }
         // The second key's (empty) slot moves to another master behind the client's back.
-        const slot = await slotOf(second);
+        const slot = keySlot(second);
         const target = (await cluster.masters()).find((m) => m.port !== source.port)!;
         await cluster.moveSlot(slot, target);
         // A command for that slot goes out in a first batch, to the source (the client's map is
@@ -53,7 +50,7 @@ for (const major of [5, 6] as const) {
         let third = '';
         for (let i = 0; third === ''; i++) {
           const candidate = `unsent-${run}:evt:c${i}`;
-          if ((await slotOf(candidate)) === slot) third = candidate;
+          if (keySlot(candidate) === slot) third = candidate;
         }
         const moved = client.get(third);
         await new Promise((resolve) => setImmediate(resolve));

@@ -9,6 +9,27 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 /** The binary that creates the cluster: `redis-cli` on `PATH`, or `HOOKGATE_REDIS_CLI`. */
 export const REDIS_CLI = process.env.HOOKGATE_REDIS_CLI ?? 'redis-cli';
 
+/**
+ * The cluster slot of `key`, computed here as Redis does (CRC16-XMODEM of the key, or of its
+ * `{hash tag}`, modulo 16384): for a test that searches for a key in a given slot without a
+ * `CLUSTER KEYSLOT` round trip per candidate.
+ */
+export function keySlot(key: string): number {
+  let bytes: Uint8Array = Buffer.from(key);
+  const open = bytes.indexOf(0x7b); // {
+  if (open !== -1) {
+    const close = bytes.indexOf(0x7d, open + 1); // }
+    if (close > open + 1) bytes = bytes.subarray(open + 1, close);
+  }
+  let crc = 0;
+  for (const byte of bytes) {
+    crc ^= byte << 8;
+    for (let bit = 0; bit < 8; bit++) crc = crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1;
+    crc &= 0xffff;
+  }
+  return crc & 16383;
+}
+
 /** Options of {@link startCluster}. */
 export interface RedisClusterOptions extends Omit<RedisServerOptions, 'cluster'> {
   /** Masters; the 16384 slots are split evenly between them. @default 3 */

@@ -14,6 +14,7 @@
  */
 export {
   type ClusterNode,
+  keySlot,
   REDIS_CLI,
   RedisCluster,
   type RedisClusterOptions,

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  keySlot,
   type RedisCluster,
   type RedisServer,
   rawCommand,
@@ -58,6 +59,27 @@ describe('a three-master cluster with replicas', () => {
     expect(await cluster.masters()).toHaveLength(3);
     const info = String(await cluster.nodes[0]!.command('CLUSTER', 'INFO'));
     expect(info).toContain('cluster_state:ok');
+  });
+
+  it('keySlot computes the slot CLUSTER KEYSLOT answers, hash tags and UTF-8 included', async () => {
+    const keys = [
+      '',
+      'a',
+      'hookgate:evt:evt_1',
+      '{user1000}.following',
+      'foo{}{bar}',
+      'foo{{bar}}zap',
+      'foo{bar}{zap}',
+      '{a',
+      'a}{b}',
+      'évènement:✓',
+      ...Array.from({ length: 200 }, (_, i) => `key:${i}:${(i * 7919).toString(36)}`),
+    ];
+    const slots = [];
+    for (const key of keys)
+      slots.push(Number(await cluster.nodes[0]!.command('CLUSTER', 'KEYSLOT', key)));
+    expect(keys.map(keySlot)).toEqual(slots);
+    expect(new Set(slots).size).toBeGreaterThan(150);
   });
 
   it('fails a master over to its replica', async () => {

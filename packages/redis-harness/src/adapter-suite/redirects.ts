@@ -1,6 +1,6 @@
 import { createGate, type DecisionEvent } from '@hookgate/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RedisCluster, startCluster } from '../cluster.js';
+import { keySlot, type RedisCluster, startCluster } from '../cluster.js';
 import type { RedisServer } from '../server.js';
 import { type RedisClientVariant, type RedisDriver, tracked } from './driver.js';
 
@@ -151,7 +151,7 @@ async function keysOn(
   const found: string[] = [];
   for (let i = 0; found.length < count && i < 10_000; i++) {
     const candidate = `filler:${i}`;
-    const at = Number(await source.command('CLUSTER', 'KEYSLOT', keyPrefix + candidate));
+    const at = keySlot(keyPrefix + candidate);
     if (at !== slot && ranges.some(([from, to]) => from <= at && at <= to)) found.push(candidate);
   }
   return found;
