@@ -203,7 +203,7 @@ describe.each(stores)('hookgate over $name', ({ name, flags, store }) => {
     expect(json.code).toBe(0);
     expect(json.stdout).toContain('{\r\n  "key": "evt:evt_4",\r\n  "forgotten": false\r\n}');
 
-    const confirmed = await hookgateOnTerminal(['forget', 'evt_4', ...flags(namespace)], 'y\n');
+    const confirmed = await hookgateOnTerminal(['forget', 'evt_4', ...flags(namespace)], 'Yes\n');
     expect(confirmed.code).toBe(0);
     expect(confirmed.stdout).toContain('Forgot evt:evt_4 (was done)');
     const gone = await hookgate(['inspect', 'evt_4', ...flags(namespace)]);

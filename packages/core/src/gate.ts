@@ -50,6 +50,8 @@ export interface Claim<TPayload = unknown> {
   done(): Promise<void>;
   /**
    * Delete the claim so that the next delivery redoes the work (whatever `onFailure` says).
+   * After a `done()` that failed, the done may have landed all the same (a timeout after the
+   * store applied it): then the event stays done and this does nothing.
    * @throws LeaseLostError when another owner holds the key (nothing was deleted).
    * @throws StoreUnavailableError when the store failed; the claim then expires.
    */

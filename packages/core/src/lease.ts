@@ -58,6 +58,8 @@ export class Lease<TPayload = unknown> {
   #waiting: Array<() => void> | undefined;
   /** Whether the subject's hold (sequence guard) still needs releasing. */
   #holding: boolean;
+  /** Whether a done was sent: it may have landed though its answer was lost. */
+  #doneSent = false;
 
   constructor(host: LeaseHost, prepared: Prepared<TPayload>, token: string) {
     this.#host = host;
@@ -115,7 +117,10 @@ export class Lease<TPayload = unknown> {
     return this.#settle('duplicate', undefined, 2);
   }
 
-  /** Delete the claim so that the next delivery redoes the work. */
+  /**
+   * Delete the claim so that the next delivery redoes the work; a no-op when a done of this
+   * lease landed though its answer was lost (see {@link #attempt}).
+   */
   release(cause?: unknown): Promise<void> {
     return this.#settle('released', cause, 1);
   }
@@ -191,6 +196,14 @@ export class Lease<TPayload = unknown> {
         let owned: boolean;
         try {
           owned = await (attempt === 1 && first !== undefined ? first : this.#call(operation));
+          if (!owned && operation === 'release' && this.#doneSent && (await this.#call('done'))) {
+            // The key holds this lease's own done record: a done whose answer was lost (a
+            // timeout after the server applied it) had landed. Done is idempotent for its
+            // owner, so asking it again tells our record from another owner's. The event is
+            // done, and this release is a no-op, as one that raced a done that won.
+            this.#settled('done', undefined);
+            return;
+          }
         } catch (error) {
           const failure = toStoreError(error, operation);
           if (!(failure instanceof StoreUnavailableError)) throw failure;
@@ -216,9 +229,9 @@ export class Lease<TPayload = unknown> {
   #call(operation: 'done' | 'release'): Promise<boolean> {
     const { store } = this.#host;
     const { claimKey } = this.#prepared;
-    return operation === 'release'
-      ? store.release(claimKey, this.#token)
-      : store.done(claimKey, this.#token, this.#host.doneTtlMs, this.#prepared.fingerprint);
+    if (operation === 'release') return store.release(claimKey, this.#token);
+    this.#doneSent = true;
+    return store.done(claimKey, this.#token, this.#host.doneTtlMs, this.#prepared.fingerprint);
   }
 
   #settled(decision: Settle, cause: unknown): void {

@@ -165,6 +165,27 @@ describe('3. the sequence guard lets one event per subject in at a time', () => 
     await tick(1_001);
     expect((await gate.run(at('e3', 3), () => 1)).status).toBe('processed');
   });
+
+  it("a settle the store fails reports the done's failure and the hold's, each with its reason", async () => {
+    const store = new MemoryStore();
+    store.done = () => Promise.reject(new Error('ECONNRESET'));
+    store.releaseHold = () => Promise.reject(new Error('ECONNRESET'));
+    const { gate, decisions } = gateWith(
+      { provider: providers.grantPortal, sequence: true },
+      store,
+    );
+    expect((await gate.run(at('e2', 2), () => 1)).status).toBe('processed');
+    const failures = decisions.filter((d) => d.decision === 'store-unavailable');
+    expect(failures.map((d) => d.reason)).toEqual(['done', 'releaseHold']);
+  });
+
+  it('an older event arriving while the subject is held is stale at once, not in-flight', async () => {
+    const { gate, seen } = gateWith({ provider: providers.grantPortal, sequence: true });
+    expect((await gate.claim(at('e2', 2))).acquired).toBe(true); // holds the subject
+    expect((await gate.run(at('e1', 1), () => 1)).status).toBe('stale');
+    expect((await gate.run(at('e3', 3), () => 1)).status).toBe('in-flight');
+    expect(seen('stale')).toBe(1);
+  });
 });
 
 describe('4. the heartbeat is bounded by heartbeat.maxMs', () => {
@@ -351,6 +372,54 @@ describe('11. a lease is lost only when another owner holds the key', () => {
     expect((await gate.run(delivery, () => runs++)).status).toBe('duplicate');
     expect(runs).toBe(1);
     expect(seen('lease-lost')).toBe(0);
+  });
+
+  it('a release after a done whose answer was lost finds its own done record: the event stays done', async () => {
+    // The store applies each done, then its answer is lost (a timeout after the server ran it).
+    const store = new MemoryStore();
+    const realDone = store.done.bind(store);
+    let lose = true;
+    store.done = async (...args) => {
+      const owned = await realDone(...args);
+      if (lose) throw new Error('ETIMEDOUT after the done was applied');
+      return owned;
+    };
+    const { gate, seen } = gateWith({}, store);
+    const delivery = { payload: { id: 'evt_1' } };
+    const claim = await gate.claim(delivery);
+    const failed = await claim.done().then(undefined, (e: unknown) => e);
+    expect(failed).toBeInstanceOf(StoreUnavailableError);
+    // What a handler's catch does with a done that threw: fail, which releases.
+    lose = false;
+    await claim.fail(failed);
+    expect(seen('lease-lost')).toBe(0);
+    expect(seen('released')).toBe(0);
+    expect(seen('done')).toBe(1);
+    expect(await gate.inspect(delivery)).toMatchObject({ state: 'done' });
+    expect((await gate.run(delivery, () => 1)).status).toBe('duplicate');
+    // Settled: the background retry of the done stops, and later settles are no-ops.
+    await tick(10_000);
+    await claim.release();
+    expect(seen('done')).toBe(1);
+  });
+
+  it('a release after a failed done still finds another owner lost', async () => {
+    const store = new MemoryStore();
+    const realDone = store.done.bind(store);
+    store.done = () => Promise.reject(new Error('ECONNRESET'));
+    const { gate, seen } = gateWith({ claimTtlMs: 1_000 }, store);
+    const delivery = { payload: { id: 'evt_1' } };
+    const claim = await gate.claim(delivery);
+    await expect(claim.done()).rejects.toBeInstanceOf(StoreUnavailableError);
+    // The claim expires (its background retries of the done fail too), and another worker
+    // claims the event; then the store answers again.
+    await tick(1_001);
+    const other = await gate.claim(delivery);
+    expect(other.acquired).toBe(true);
+    store.done = realDone;
+    await expect(claim.release()).rejects.toBeInstanceOf(LeaseLostError);
+    expect(seen('lease-lost')).toBe(1);
+    expect(await gate.inspect(delivery)).toMatchObject({ state: 'processing' });
   });
 
   it('an extend that finds the claim gone, with nobody else holding it, takes it back', async () => {
