@@ -1,6 +1,6 @@
 import { invalidOption } from './errors.js';
 import { compileKeyOptions, type KeyDeriver } from './key.js';
-import { checkPresetFields, type Preset } from './providers.js';
+import { checkPreset, type Preset } from './providers.js';
 import { type CompiledSelector, compileSelector } from './select.js';
 import type { ClaimStore } from './store.js';
 import type { DecisionEvent, Selector } from './types.js';
@@ -164,7 +164,10 @@ export function resolveGateOptions(options: GateOptions): ResolvedGateOptions {
   if (provider !== undefined) {
     if (typeof provider !== 'object' || provider === null)
       invalidOption('provider', 'must be a preset');
-    checkPresetFields(provider);
+    checkPreset(provider);
+  }
+  if (options.name !== undefined && (typeof options.name !== 'string' || options.name === '')) {
+    invalidOption('name', 'must be a non-empty string');
   }
   for (const method of STORE_METHODS) {
     if (typeof store?.[method] !== 'function')
@@ -180,7 +183,15 @@ export function resolveGateOptions(options: GateOptions): ResolvedGateOptions {
   if (onFailure !== 'release' && onFailure !== 'retain') {
     invalidOption('onFailure', "must be 'release' or 'retain'");
   }
-  const seq = options.sequence === true ? {} : options.sequence || undefined;
+  const given = options.sequence;
+  if (
+    given !== undefined &&
+    typeof given !== 'boolean' &&
+    (typeof given !== 'object' || given === null)
+  ) {
+    invalidOption('sequence', 'must be a boolean or { subject?, occurredAt?, ttlMs?, ties? }');
+  }
+  const seq = given === true ? {} : given || undefined;
   const subject = seq?.subject ?? options.subject ?? provider?.subject;
   const occurredAt = seq?.occurredAt ?? options.occurredAt ?? provider?.occurredAt;
   let sequence: ResolvedGateOptions['sequence'];

@@ -1,5 +1,5 @@
 import { writeCanonicalJson } from './canonical-json.js';
-import { HookgateError, InvalidDeliveryError, messageOf } from './errors.js';
+import { HookgateError, InvalidDeliveryError, invalidOption, messageOf } from './errors.js';
 import type { Preset } from './providers.js';
 import { type CompiledSelector, compileSelector } from './select.js';
 import { type Sha256Stream, sha256, sha256Stream } from './sha256.js';
@@ -56,11 +56,16 @@ export interface KeyDeriver {
 export function compileKeyOptions(options: KeyOptions): KeyDeriver {
   const eventId = options.eventId ?? options.provider?.eventId;
   const selectors = eventId === undefined ? [] : Array.isArray(eventId) ? eventId : [eventId];
+  if (Array.isArray(eventId) && eventId.length === 0) {
+    invalidOption('eventId', 'must not be an empty array');
+  }
+  const digestFallback = options.digestFallback ?? options.provider?.digestFallback ?? true;
+  if (typeof digestFallback !== 'boolean') invalidOption('digestFallback', 'must be a boolean');
   return {
     selectors: selectors.map((s: Selector, i: number) =>
       compileSelector(s, selectors.length > 1 ? `eventId[${i}]` : 'eventId'),
     ),
-    digestFallback: options.digestFallback ?? options.provider?.digestFallback ?? true,
+    digestFallback,
   };
 }
 

@@ -76,6 +76,15 @@ export function checkPresetFields(preset: object): void {
  * const gate = createGate({ store, provider: acme });
  */
 export function definePreset<const P extends Preset>(preset: P): Readonly<P> {
+  checkPreset(preset);
+  return Object.freeze({ ...preset });
+}
+
+/**
+ * @internal Check a preset's fields and their values, naming the one at fault: what
+ * {@link definePreset} checks, and `createGate` for an object given as `provider`.
+ */
+export function checkPreset(preset: Preset): void {
   if (typeof preset !== 'object' || preset === null) invalidOption('provider', 'must be an object');
   if (typeof preset.name !== 'string' || preset.name.trim() === '') {
     invalidOption('provider.name', 'must be a non-empty string');
@@ -103,7 +112,6 @@ export function definePreset<const P extends Preset>(preset: P): Readonly<P> {
   if (preset.split !== undefined && typeof preset.split !== 'function') {
     invalidOption('provider.split', 'must be a function');
   }
-  return Object.freeze({ ...preset });
 }
 
 /** The built-ins go through the user-facing helper, typed as plain presets. */

@@ -517,6 +517,17 @@ describe('options', () => {
     [{ eventId: 'data..id' }, 'eventId'],
     [{ eventId: { header: 'bad header' } }, 'eventId'],
     [{ eventId: 42 }, 'eventId'],
+    [{ eventId: [] }, 'eventId'],
+    [{ digestFallback: 'false' }, 'digestFallback'],
+    [{ digestFallback: 0 }, 'digestFallback'],
+    [{ name: 42 }, 'name'],
+    [{ name: '' }, 'name'],
+    [{ sequence: 'yes' }, 'sequence'],
+    [{ sequence: 1 }, 'sequence'],
+    [{ provider: { name: 'acme', doneTtlMs: -1 } }, 'provider.doneTtlMs'],
+    [{ provider: { name: 'acme', eventId: [] } }, 'provider.eventId'],
+    [{ provider: { name: 'acme', digestFallback: 'no' } }, 'provider.digestFallback'],
+    [{ provider: { eventId: 'id' } }, 'provider.name'],
   ])('refuses %j at construction, naming the option', (bad, option) => {
     const build = () =>
       createGate({ store: new MemoryStore(), ...(bad as Partial<GateOptions>) } as GateOptions);

@@ -82,8 +82,8 @@ describe('deriveKey properties', () => {
     fc.constant(undefined),
   );
   const headers = fc.dictionary(fc.string({ maxLength: 20 }), headerValue, { maxKeys: 6 });
-  const selectors: Selector[][] = [
-    [],
+  const selectors: (Selector[] | undefined)[] = [
+    undefined,
     ['id'],
     ['data.object.id', { header: 'X-Event-Id' }],
     [{ header: 'webhook-id' }, '__proto__', 'constructor.name'],
