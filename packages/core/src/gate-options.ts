@@ -166,7 +166,7 @@ export function resolveGateOptions(options: GateOptions): ResolvedGateOptions {
       invalidOption('provider', 'must be a preset');
     checkPreset(provider);
   }
-  if (options.name !== undefined && (typeof options.name !== 'string' || options.name === '')) {
+  if (options.name !== undefined && (typeof options.name !== 'string' || !options.name.trim())) {
     invalidOption('name', 'must be a non-empty string');
   }
   for (const method of STORE_METHODS) {

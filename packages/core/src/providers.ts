@@ -50,8 +50,8 @@ const PRESET_FIELDS = new Set([
   'split',
 ]);
 
-/** @internal Refuse a field a preset does not have (a gate option put in a preset would be ignored). */
-export function checkPresetFields(preset: object): void {
+/** Refuse a field a preset does not have (a gate option put in a preset would be ignored). */
+function checkPresetFields(preset: object): void {
   const unknown = Object.keys(preset).find((field) => !PRESET_FIELDS.has(field));
   if (unknown !== undefined) {
     invalidOption(

@@ -521,7 +521,7 @@ describe('options', () => {
     [{ digestFallback: 'false' }, 'digestFallback'],
     [{ digestFallback: 0 }, 'digestFallback'],
     [{ name: 42 }, 'name'],
-    [{ name: '' }, 'name'],
+    [{ name: ' ' }, 'name'],
     [{ sequence: 'yes' }, 'sequence'],
     [{ sequence: 1 }, 'sequence'],
     [{ provider: { name: 'acme', doneTtlMs: -1 } }, 'provider.doneTtlMs'],

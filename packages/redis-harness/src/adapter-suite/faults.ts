@@ -67,6 +67,37 @@ export function faultTests<C extends object>(given: RedisDriver<C>): void {
     expect(await store.done(claimKey, token, 60_000)).toBe(true);
   });
 
+  it("a done whose answers a paused server sent too late: the handler's fail() finds the lease's own done record, not a lost lease", async () => {
+    const store = driver.store(await driver.client(server.port), { timeoutMs: TIMEOUT });
+    const decisions: string[] = [];
+    const gate = createGate({
+      store,
+      eventId: 'id',
+      onDecision: (d) => decisions.push(d.decision),
+    });
+    const delivery = { payload: { id: crypto.randomUUID() } };
+    const claim = await gate.claim(delivery);
+    expect(claim.acquired).toBe(true);
+    server.pause();
+    let failed: unknown;
+    try {
+      // Both attempts reach the server's socket and time out unanswered.
+      failed = await claim.done().then(undefined, (error: unknown) => error);
+    } finally {
+      server.resume();
+    }
+    expect(failed).toBeInstanceOf(StoreUnavailableError);
+    // What a handler's catch does with a done that threw. Its release goes out on the same
+    // connection after the two dones, so the server applies them first: the key holds this
+    // lease's own done record when the release arrives.
+    await claim.fail(failed);
+    expect(decisions).not.toContain('lease-lost');
+    expect(decisions).not.toContain('released');
+    expect(decisions.filter((d) => d === 'done')).toHaveLength(1);
+    expect((await gate.inspect(delivery)).state).toBe('done');
+    expect((await gate.run(delivery, () => 1)).status).toBe('duplicate');
+  });
+
   it('keeps one timer for any number of pending operations', async () => {
     const store = driver.store(await driver.client(server.port), { timeoutMs: TIMEOUT });
     const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
