@@ -187,7 +187,7 @@ export function resolveGateOptions(options: GateOptions): ResolvedGateOptions {
   if (
     given !== undefined &&
     typeof given !== 'boolean' &&
-    (typeof given !== 'object' || given === null)
+    (typeof given !== 'object' || given === null || Array.isArray(given))
   ) {
     invalidOption('sequence', 'must be a boolean or { subject?, occurredAt?, ttlMs?, ties? }');
   }

@@ -79,6 +79,8 @@ export function compileKeyOptions(options: KeyOptions): KeyDeriver {
  *
  * @throws InvalidDeliveryError `missing-id` when there is no id and `digestFallback` is off;
  * `not-json` when the payload must be parsed or digested and is not JSON.
+ * @throws HookgateError `INVALID_OPTIONS` for a bad option (a selector, an empty `eventId`
+ * array, a `digestFallback` that is not a boolean).
  */
 export function deriveKey(delivery: Delivery, options: KeyOptions = {}): DerivedKey {
   const deriver = compileKeyOptions(options);

@@ -196,11 +196,10 @@ export class Lease<TPayload = unknown> {
         let owned: boolean;
         try {
           owned = await (attempt === 1 && first !== undefined ? first : this.#call(operation));
-          if (!owned && operation === 'release' && this.#doneSent && (await this.#call('done'))) {
-            // The key holds this lease's own done record: a done whose answer was lost (a
-            // timeout after the server applied it) had landed. Done is idempotent for its
-            // owner, so asking it again tells our record from another owner's. The event is
-            // done, and this release is a no-op, as one that raced a done that won.
+          if (!owned && operation === 'release' && this.#doneSent && (await this.#ownDone())) {
+            // A done of this lease whose answer was lost (a timeout after the server applied
+            // it) had landed: the event is done, and this release is a no-op, as one that raced
+            // a done that won. (A read that fails fails the release: its outcome is unknown.)
             this.#settled('done', undefined);
             return;
           }
@@ -232,6 +231,16 @@ export class Lease<TPayload = unknown> {
     if (operation === 'release') return store.release(claimKey, this.#token);
     this.#doneSent = true;
     return store.done(claimKey, this.#token, this.#host.doneTtlMs, this.#prepared.fingerprint);
+  }
+
+  /**
+   * Whether the key holds this lease's own done record. Read, never written: between a refused
+   * release and this read, another owner's claim may have gone, and a done written now would
+   * record an event nobody finished. A store without `inspect` cannot tell: not ours.
+   */
+  async #ownDone(): Promise<boolean> {
+    const record = await this.#host.store.inspect?.(this.#prepared.claimKey);
+    return record?.kind === 'done' && record.token === this.#token;
   }
 
   #settled(decision: Settle, cause: unknown): void {

@@ -422,6 +422,32 @@ describe('11. a lease is lost only when another owner holds the key', () => {
     expect(await gate.inspect(delivery)).toMatchObject({ state: 'processing' });
   });
 
+  it('a release after a failed done, whose other owner lets go before the check, is lost and writes nothing', async () => {
+    const store = new MemoryStore();
+    const realDone = store.done.bind(store);
+    const realInspect = store.inspect.bind(store);
+    store.done = () => Promise.reject(new Error('ECONNRESET'));
+    const { gate, seen } = gateWith({ claimTtlMs: 1_000 }, store);
+    const delivery = { payload: { id: 'evt_1' } };
+    const claim = await gate.claim(delivery);
+    await expect(claim.done()).rejects.toBeInstanceOf(StoreUnavailableError);
+    await tick(1_001);
+    const other = await gate.claim(delivery);
+    store.done = realDone;
+    // Right after this lease's release is refused, the other worker's handler fails and
+    // releases: the key is empty when the lease checks whose record it was.
+    store.inspect = async (key) => {
+      await other.release();
+      return realInspect(key);
+    };
+    await expect(claim.release()).rejects.toBeInstanceOf(LeaseLostError);
+    store.inspect = realInspect;
+    expect(seen('lease-lost')).toBe(1);
+    // No done record was written for an event nobody finished: the redelivery runs.
+    expect(await gate.inspect(delivery)).toMatchObject({ state: 'absent' });
+    expect((await gate.run(delivery, () => 1)).status).toBe('processed');
+  });
+
   it('an extend that finds the claim gone, with nobody else holding it, takes it back', async () => {
     const { gate, seen } = gateWith({ claimTtlMs: 1_000 });
     const delivery = { payload: { id: 'evt_1' } };
