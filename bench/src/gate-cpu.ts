@@ -72,7 +72,7 @@ export async function gateCpuBench(plan: Plan): Promise<Row[]> {
     row(
       'gate.run over IoRedisStore, a client that answers at once',
       run!,
-      'SET NX PX + SET by hand, the same client',
+      'SET NX PX + SET by hand, a client of the same kind',
       base!,
     ),
     row(

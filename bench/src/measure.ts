@@ -96,10 +96,9 @@ function syncLoop(op: () => unknown, ms: number, into: Recorder): void {
   for (let t = start; t < end; ) {
     for (let i = 0; i < batch; i++) op();
     const now = performance.now();
-    const each = (now - t) / batch;
-    if (now - t < 0.05 && batch < 1 << 16) batch *= 2;
-    if (into.count < MAX_SAMPLES) into.samples[into.count++] = each;
+    if (into.count < MAX_SAMPLES) into.samples[into.count++] = (now - t) / batch;
     into.ops += batch;
+    if (now - t < 0.05 && batch < 1 << 16) batch *= 2;
     t = now;
   }
   into.ms += performance.now() - start;
