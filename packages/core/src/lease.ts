@@ -58,8 +58,6 @@ export class Lease<TPayload = unknown> {
   #waiting: Array<() => void> | undefined;
   /** Whether the subject's hold (sequence guard) still needs releasing. */
   #holding: boolean;
-  /** Whether a done was sent: it may have landed though its answer was lost. */
-  #doneSent = false;
 
   constructor(host: LeaseHost, prepared: Prepared<TPayload>, token: string) {
     this.#host = host;
@@ -196,10 +194,11 @@ export class Lease<TPayload = unknown> {
         let owned: boolean;
         try {
           owned = await (attempt === 1 && first !== undefined ? first : this.#call(operation));
-          if (!owned && operation === 'release' && this.#doneSent && (await this.#ownDone())) {
-            // A done of this lease whose answer was lost (a timeout after the server applied
-            // it) had landed: the event is done, and this release is a no-op, as one that raced
-            // a done that won. (A read that fails fails the release: its outcome is unknown.)
+          if (!owned && operation === 'release' && (await this.#ownDone())) {
+            // The key holds this lease's own done record: a done whose answer was lost (a
+            // timeout after the server applied it) had landed. The event is done, and this
+            // release is a no-op, as one that raced a done that won. (A read that fails fails
+            // the release: its outcome is unknown.)
             this.#settled('done', undefined);
             return;
           }
@@ -228,9 +227,9 @@ export class Lease<TPayload = unknown> {
   #call(operation: 'done' | 'release'): Promise<boolean> {
     const { store } = this.#host;
     const { claimKey } = this.#prepared;
-    if (operation === 'release') return store.release(claimKey, this.#token);
-    this.#doneSent = true;
-    return store.done(claimKey, this.#token, this.#host.doneTtlMs, this.#prepared.fingerprint);
+    return operation === 'release'
+      ? store.release(claimKey, this.#token)
+      : store.done(claimKey, this.#token, this.#host.doneTtlMs, this.#prepared.fingerprint);
   }
 
   /**

@@ -128,38 +128,6 @@ describe('PostgresStore under faults', () => {
     await storePool.end();
   });
 
-  it("a done the server applied but whose answer the client lost: the handler's fail() finds the lease's own done record, not a lost lease", async () => {
-    const store = new PostgresStore(admin, { table, timeoutMs: 2_000 });
-    // The server applies each done; the client loses its answer (as a timeout after the server
-    // committed it loses it).
-    const realDone = store.done.bind(store);
-    let lose = true;
-    store.done = async (...args) => {
-      const owned = await realDone(...args);
-      if (lose) throw new Error('ETIMEDOUT: the answer was lost');
-      return owned;
-    };
-    const decisions: string[] = [];
-    const gate = createGate({
-      store,
-      eventId: 'id',
-      namespace: `lost-answer-${randomUUID()}`,
-      onDecision: (d) => decisions.push(d.decision),
-    });
-    const delivery = { payload: { id: randomUUID() } };
-    const claim = await gate.claim(delivery);
-    expect(claim.acquired).toBe(true);
-    const failed = await claim.done().then(undefined, (error: unknown) => error);
-    expect(failed).toBeInstanceOf(StoreUnavailableError);
-    lose = false;
-    await claim.fail(failed);
-    expect(decisions).not.toContain('lease-lost');
-    expect(decisions).not.toContain('released');
-    expect(decisions.filter((d) => d === 'done')).toHaveLength(1);
-    expect((await gate.inspect(delivery)).state).toBe('done');
-    expect((await gate.run(delivery, () => 1)).status).toBe('duplicate');
-  });
-
   it('a refused connection is a StoreUnavailableError at once, with the cause', async () => {
     const refused = pool({ port: 1, max: 1 });
     const store = new PostgresStore(refused, { table, timeoutMs: 5_000 });

@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import { type ClaimStore, createGate, StoreUnavailableError } from '@hookgate/core';
 import { describe, it } from 'vitest';
 import { LONG, type SuiteContext } from './context.js';
 
@@ -23,6 +25,50 @@ export function ownershipTests(ctx: SuiteContext): void {
       expect(await store.done(key, token, LONG)).toBe(true);
       expect(await store.done(key, token, LONG)).toBe(true);
       expect(await store.claim(key, ctx.token(), LONG)).toBe('done');
+    });
+
+    it("a done the store applied but whose answer was lost: the gate's fail() after it finds the owner's done record, not a lost lease", async ({
+      expect,
+    }) => {
+      const store = await ctx.store();
+      // The store applies each done; the caller loses the answer (as a timeout after the server
+      // ran the command loses it). A proxy, so that a store shared between tests is not changed.
+      let lose = true;
+      const losing = new Proxy(store, {
+        get(target, property) {
+          if (property === 'done') {
+            return async (...args: Parameters<ClaimStore['done']>) => {
+              const owned = await target.done(...args);
+              if (lose) throw new Error('ETIMEDOUT: the answer was lost');
+              return owned;
+            };
+          }
+          const value: unknown = Reflect.get(target, property, target);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+      const decisions: string[] = [];
+      const gate = createGate({
+        store: losing,
+        eventId: 'id',
+        namespace: 'hookgate-conformance',
+        doneTtlMs: LONG,
+        onDecision: (d) => decisions.push(d.decision),
+      });
+      const delivery = { payload: { id: randomUUID() } };
+      const claim = await gate.claim(delivery);
+      expect(claim.acquired).toBe(true);
+      const failed = await claim.done().then(undefined, (error: unknown) => error);
+      expect(failed).toBeInstanceOf(StoreUnavailableError);
+      lose = false;
+      // What a handler's catch does with a done that threw: fail, which releases. The store
+      // refuses to release a done record; the lease reads whose it is.
+      await claim.fail(failed);
+      expect(decisions).not.toContain('lease-lost');
+      expect(decisions).not.toContain('released');
+      expect(decisions.filter((d) => d === 'done')).toHaveLength(1);
+      expect((await gate.inspect(delivery)).state).toBe('done');
+      expect((await gate.run(delivery, () => 1)).status).toBe('duplicate');
     });
 
     it('done by another token fails and changes nothing', async ({ expect }) => {

@@ -67,39 +67,6 @@ export function faultTests<C extends object>(given: RedisDriver<C>): void {
     expect(await store.done(claimKey, token, 60_000)).toBe(true);
   });
 
-  it("a done the server applied but whose answer the client lost: the handler's fail() finds the lease's own done record, not a lost lease", async () => {
-    const store = driver.store(await driver.client(server.port), { timeoutMs: TIMEOUT });
-    // The server applies each done; the client loses its answer (as a timeout after the server
-    // ran the command loses it).
-    const realDone = store.done.bind(store);
-    let lose = true;
-    store.done = async (...args) => {
-      const owned = await realDone(...args);
-      if (lose) throw new Error('ETIMEDOUT: the answer was lost');
-      return owned;
-    };
-    const decisions: string[] = [];
-    const gate = createGate({
-      store,
-      eventId: 'id',
-      onDecision: (d) => decisions.push(d.decision),
-    });
-    const delivery = { payload: { id: crypto.randomUUID() } };
-    const claim = await gate.claim(delivery);
-    expect(claim.acquired).toBe(true);
-    const failed = await claim.done().then(undefined, (error: unknown) => error);
-    expect(failed).toBeInstanceOf(StoreUnavailableError);
-    lose = false;
-    // What a handler's catch does with a done that threw: fail, which releases. The release
-    // script refuses the done record, and the lease reads whose it is.
-    await claim.fail(failed);
-    expect(decisions).not.toContain('lease-lost');
-    expect(decisions).not.toContain('released');
-    expect(decisions.filter((d) => d === 'done')).toHaveLength(1);
-    expect((await gate.inspect(delivery)).state).toBe('done');
-    expect((await gate.run(delivery, () => 1)).status).toBe('duplicate');
-  });
-
   it('keeps one timer for any number of pending operations', async () => {
     const store = driver.store(await driver.client(server.port), { timeoutMs: TIMEOUT });
     const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
