@@ -8,8 +8,9 @@ import {
   invalidOption,
   StoreUnavailableError,
 } from './errors.js';
-import type { Claim, Gate } from './gate.js';
+import { type Claim, type Gate, isThenable } from './gate.js';
 import { sha256 } from './sha256.js';
+import { answered, answerOf } from './store.js';
 import type { Delivery, HeaderBag, WebhookEvent } from './types.js';
 
 /**
@@ -121,33 +122,84 @@ export const TOO_LARGE: Answer = {
  * by this function, the rest by the gate).
  * When it returns a `claim`, the binding runs the handler and settles the claim with
  * {@link settleFromResponse}.
+ *
+ * When `verify` answered synchronously (or is `false`) and the store answered at once (a
+ * `MemoryStore`), the promise is made by {@link answered}: a binding may read it with
+ * {@link answerOf} and go on in the same turn. `await` works the same either way.
  * @param rawBody - the exact body bytes, or why there are none (what a body reader returns)
  */
-export async function admit<TPayload, TBody extends Uint8Array, THeaders extends HeaderBag>(
+export function admit<TPayload, TBody extends Uint8Array, THeaders extends HeaderBag>(
   options: ResolvedBindingOptions<TPayload, TBody, THeaders>,
   rawBody: TBody | 'too-large' | 'aborted',
   headers: THeaders,
 ): Promise<Admission<TPayload>> {
-  const { gate, verify, inFlight, retryAfter } = options;
+  const { gate, verify } = options;
   if (rawBody === 'too-large' || rawBody === 'aborted') {
     reporterOf(gate)(rawBody);
-    return { answer: rawBody === 'too-large' ? TOO_LARGE : ABORTED };
+    return answered({ answer: rawBody === 'too-large' ? TOO_LARGE : ABORTED });
   }
-  if (verify !== false) {
-    const failure = await verification(verify, rawBody, headers);
-    if (failure !== undefined) {
-      reporterOf(gate)('unverified', undefined, failure);
-      return { answer: { status: 401, body: { status: 'unauthorized' }, headers: {} } };
-    }
-  }
-  const delivery = { rawBody, headers };
-  if (gate.batched) return admitBatch(gate, inFlight, retryAfter, delivery);
-  let claim: Claim<TPayload>;
+  if (verify === false) return claimed(options, rawBody, headers);
+  let verdict: unknown;
   try {
-    claim = await gate.claim(delivery);
+    verdict = verify(rawBody, headers);
   } catch (error) {
-    return refusal(error, retryAfter);
+    return answered(unverified(gate, { reason: 'threw', error }));
   }
+  if (!isThenable(verdict)) return verified(options, verdict, rawBody, headers);
+  return Promise.resolve(verdict).then(
+    (value) => verified(options, value, rawBody, headers),
+    (error: unknown) => unverified(gate, { reason: 'threw', error }),
+  );
+}
+
+/** After `verify` answered `verdict`: claim the delivery, or answer 401. */
+function verified<TPayload, TBody, THeaders extends HeaderBag>(
+  options: ResolvedBindingOptions<TPayload, TBody, THeaders>,
+  verdict: unknown,
+  rawBody: TBody,
+  headers: THeaders,
+): Promise<Admission<TPayload>> {
+  if (verdict === true) return claimed(options, rawBody, headers);
+  return answered(
+    unverified(options.gate, { reason: verdict === false ? 'rejected' : 'not-true' }),
+  );
+}
+
+/** 401, reported as `unverified` with why. */
+function unverified<TPayload>(
+  gate: Gate<TPayload>,
+  failure: { reason: string; error?: unknown },
+): Admission<TPayload> {
+  reporterOf(gate)('unverified', undefined, failure);
+  return { answer: { status: 401, body: { status: 'unauthorized' }, headers: {} } };
+}
+
+/**
+ * Claim a verified delivery and map what cannot go on to its answer. Answered at once (see
+ * `answered`) when the gate's claim was.
+ */
+function claimed<TPayload, TBody, THeaders extends HeaderBag>(
+  { gate, inFlight, retryAfter }: ResolvedBindingOptions<TPayload, TBody, THeaders>,
+  rawBody: TBody,
+  headers: THeaders,
+): Promise<Admission<TPayload>> {
+  const delivery = { rawBody, headers } as Delivery;
+  if (gate.batched) return admitBatch(gate, inFlight, retryAfter, delivery);
+  const claiming = gate.claim(delivery);
+  const claim = answerOf(claiming);
+  if (claim !== undefined) return answered(admission(claim, inFlight, retryAfter));
+  return claiming.then(
+    (claim) => admission(claim, inFlight, retryAfter),
+    (error: unknown) => refusal(error, retryAfter),
+  );
+}
+
+/** What a claim lets the binding do: run the handler, or answer. */
+function admission<TPayload>(
+  claim: Claim<TPayload>,
+  inFlight: 'retry' | 'ack',
+  retryAfter: number,
+): Admission<TPayload> {
   if (claim.acquired) return { claim };
   if (claim.status === 'conflict') {
     return { answer: { status: 422, body: { status: 'conflict' }, headers: {} } };
@@ -270,22 +322,6 @@ class BatchClaim implements Claim<unknown[]> {
     const failed = results.find((r) => r.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
   }
-}
-
-/** Why a delivery failed its signature check (`reason`, and `error` when verify threw), or `undefined` when it passed. */
-async function verification<TBody, THeaders>(
-  verify: Verify<TBody, THeaders>,
-  body: TBody,
-  headers: THeaders,
-): Promise<{ reason: string; error?: unknown } | undefined> {
-  let result: unknown;
-  try {
-    result = await verify(body, headers);
-  } catch (error) {
-    return { reason: 'threw', error };
-  }
-  if (result === true) return undefined;
-  return { reason: result === false ? 'rejected' : 'not-true' };
 }
 
 /**

@@ -20,7 +20,7 @@ import { idString, payloadOf, plainOrHashed, unreadable } from './key.js';
 import { Lease, type LeaseHost } from './lease.js';
 import { type Prepared, prepareDelivery } from './prepare.js';
 import { advanceSubject } from './sequence.js';
-import { answerOf, type ClaimState } from './store.js';
+import { answered, answerOf, type ClaimState } from './store.js';
 import { ownerToken } from './token.js';
 import type { BatchResult, Delivery, KeySource, Outcome, WebhookEvent } from './types.js';
 
@@ -101,6 +101,7 @@ export interface Gate<TPayload = unknown> {
   /**
    * The low-level step `run` is made of: key the delivery, claim it and apply the sequence
    * guard. When the result is `acquired`, the caller owns the claim and must settle it.
+   * When the store answered at once (see {@link answered}), so does this promise.
    * @throws InvalidDeliveryError, StoreUnavailableError, as `run`.
    */
   claim(delivery: Delivery): Promise<Claim<TPayload>>;
@@ -381,12 +382,20 @@ class GateImpl<TPayload> implements Gate<TPayload> {
     return error;
   }
 
-  async claim(delivery: Delivery): Promise<Claim<TPayload>> {
-    const prepared = prepareDelivery<TPayload>(this.#options, this.#report, delivery);
-    const lease = await this.#acquire(prepared);
-    return typeof lease === 'string'
-      ? new ClaimHandle(lease, prepared.event, undefined, 0)
-      : new ClaimHandle('acquired', prepared.event, lease, this.#options.claimTtlMs);
+  claim(delivery: Delivery): Promise<Claim<TPayload>> {
+    let prepared: Prepared<TPayload>;
+    try {
+      prepared = prepareDelivery<TPayload>(this.#options, this.#report, delivery);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const handle = (lease: Lease<TPayload> | Refusal): Claim<TPayload> =>
+      typeof lease === 'string'
+        ? new ClaimHandle(lease, prepared.event, undefined, 0)
+        : new ClaimHandle('acquired', prepared.event, lease, this.#options.claimTtlMs);
+    const acquiring = this.#acquire(prepared);
+    // A store that answered at once: so is the claim (see `answered`).
+    return acquiring instanceof Promise ? acquiring.then(handle) : answered(handle(acquiring));
   }
 
   /**
@@ -484,8 +493,8 @@ function missing(operation: 'inspect' | 'forget'): Error {
 
 const settled = Promise.resolve();
 
-/** Whether a handler's result must be awaited. */
-function isThenable(value: unknown): value is PromiseLike<unknown> {
+/** @internal Whether a value (a handler's result, a verdict) must be awaited. */
+export function isThenable(value: unknown): value is PromiseLike<unknown> {
   return (
     value !== null &&
     (typeof value === 'object' || typeof value === 'function') &&

@@ -59,6 +59,7 @@ export {
   type AdvanceRequest,
   type AdvanceState,
   answered,
+  answerOf,
   type ClaimConflict,
   type ClaimState,
   type ClaimStore,

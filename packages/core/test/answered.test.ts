@@ -6,13 +6,17 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../memory/src/index.js';
 import {
+  type Admission,
+  admit,
   answered,
+  answerOf,
+  bindingOptions,
   type ClaimStore,
   createGate,
   type DecisionEvent,
   LeaseLostError,
+  type Verify,
 } from '../src/index.js';
-import { answerOf } from '../src/store.js';
 
 /** The MemoryStore with every answer copied into an ordinary promise, as a networked store's. */
 function ordinary(inner: MemoryStore): ClaimStore {
@@ -130,5 +134,111 @@ describe('answered', () => {
     });
     await expect(outcome).rejects.toBeInstanceOf(LeaseLostError);
     expect(decisions).toContain('lease-lost');
+  });
+});
+
+describe('gate.claim and admit, read at once', () => {
+  const body = (json: unknown) => new TextEncoder().encode(JSON.stringify(json));
+
+  it('gate.claim is answered when the store was, and rejects (never throws) an invalid delivery', async () => {
+    const { gate } = gateOver(new MemoryStore());
+    const claiming = gate.claim({ payload: { id: 'a' } });
+    expect(answerOf(claiming)).toMatchObject({ status: 'acquired', acquired: true, key: 'evt:a' });
+    expect(answerOf(gate.claim({ payload: { id: 'a' } }))).toMatchObject({ status: 'in-flight' });
+    await answerOf(claiming)!.done();
+    expect(answerOf(gate.claim({ payload: { id: 'a' } }))).toMatchObject({ status: 'duplicate' });
+
+    const later = gateOver(ordinary(new MemoryStore())).gate.claim({ payload: { id: 'a' } });
+    expect(answerOf(later)).toBeUndefined();
+    await expect(later).resolves.toMatchObject({ status: 'acquired' });
+
+    let invalid: Promise<unknown> | undefined;
+    expect(() => {
+      invalid = gate.claim({ rawBody: new TextEncoder().encode('{') });
+    }).not.toThrow();
+    await expect(invalid).rejects.toMatchObject({ reason: 'not-json' });
+  });
+
+  /** Every kind of admission, in order, through `admit` over `store` with `verify`. */
+  async function admissions(store: ClaimStore, verify: Verify | false) {
+    const gate = createGate({ store, eventId: 'id' });
+    const options = bindingOptions('test', { gate, verify });
+    const seen: { atOnce: boolean; admission: Admission<unknown> }[] = [];
+    const take = async (rawBody: Uint8Array | 'too-large' | 'aborted') => {
+      const admitting = admit(options, rawBody, { signature: 'good' });
+      const atOnce = answerOf(admitting) !== undefined;
+      const admission = await admitting;
+      seen.push({ atOnce, admission });
+      return admission;
+    };
+    await take('too-large');
+    await take('aborted');
+    await take(new TextEncoder().encode('{'));
+    const first = await take(body({ id: 'a' }));
+    await take(body({ id: 'a' }));
+    await first.claim!.done();
+    await take(body({ id: 'a' }));
+    return seen.map(({ atOnce, admission }) => ({
+      atOnce,
+      result: admission.claim ? `claim ${admission.claim.status}` : admission.answer,
+    }));
+  }
+
+  it('admit is answered when verify and the store answered at once, and admits the same either way', async () => {
+    const good = (headers: unknown) => (headers as Record<string, string>).signature === 'good';
+    const sync: Verify = (_body, headers) => good(headers);
+    const async: Verify = async (_body, headers) => good(headers);
+    const atOnce = await admissions(new MemoryStore(), sync);
+    expect(atOnce.map((a) => a.atOnce)).toEqual([true, true, false, true, true, true]);
+    expect(await admissions(new MemoryStore(), false)).toEqual(atOnce);
+    const results = atOnce.map((a) => a.result);
+    expect(results).toEqual([
+      { status: 413, body: { status: 'too-large' }, headers: { Connection: 'close' } },
+      { status: 400, body: { status: 'aborted' }, headers: { Connection: 'close' } },
+      { status: 400, body: { status: 'invalid', reason: 'not-json' }, headers: {} },
+      'claim acquired',
+      { status: 409, body: { status: 'in-flight' }, headers: { 'Retry-After': '10' } },
+      { status: 200, body: { status: 'duplicate' }, headers: {} },
+    ]);
+    for (const [store, verify] of [
+      [new MemoryStore(), async],
+      [ordinary(new MemoryStore()), sync],
+      [ordinary(new MemoryStore()), false],
+    ] as const) {
+      const later = await admissions(store, verify);
+      expect(later.map((a) => a.result)).toEqual(results);
+      // Only what needs neither verify nor the store is answered at once.
+      expect(later.map((a) => a.atOnce)).toEqual([true, true, false, false, false, false]);
+    }
+  });
+
+  it('admit answers 401 at once for a verify that refuses or throws synchronously, and later for an async one', async () => {
+    const thrown = new Error('bad secret');
+    const cases: [Verify, string, boolean][] = [
+      [() => false, 'rejected', true],
+      [() => 'yes' as unknown as boolean, 'not-true', true],
+      [
+        () => {
+          throw thrown;
+        },
+        'threw',
+        true,
+      ],
+      [async () => false, 'rejected', false],
+      [() => Promise.reject(thrown), 'threw', false],
+    ];
+    for (const [verify, reason, atOnce] of cases) {
+      const store = new MemoryStore();
+      const decisions: DecisionEvent[] = [];
+      const gate = createGate({ store, eventId: 'id', onDecision: (d) => decisions.push(d) });
+      const admitting = admit(bindingOptions('test', { gate, verify }), body({ id: 'a' }), {});
+      expect(answerOf(admitting) !== undefined).toBe(atOnce);
+      await expect(admitting).resolves.toEqual({
+        answer: { status: 401, body: { status: 'unauthorized' }, headers: {} },
+      });
+      expect(decisions.map((d) => [d.decision, d.reason])).toEqual([['unverified', reason]]);
+      if (reason === 'threw') expect(decisions[0]?.error).toBe(thrown);
+      expect(store.size).toBe(0);
+    }
   });
 });

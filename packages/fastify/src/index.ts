@@ -5,8 +5,10 @@
  */
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import {
+  type Admission,
   type Answer,
   admit,
+  answerOf,
   type BindingOptions,
   bindingOptions,
   bodyConsumed,
@@ -110,13 +112,24 @@ async function plugin(instance: FastifyInstance, options: HookgateOptions): Prom
     },
   );
 
-  instance.addHook('preHandler', async function hookgatePreHandler(request, reply) {
-    const body = rawBodyOf(request, resolved);
-    const { answer, claim } = await admit(resolved, body, request.headers);
-    if (answer !== undefined) return send(reply, answer);
-    request.webhook = claim.event;
-    // Fastify writes every answer (its error handler's too) through res.writeHead.
-    (request as Watched)[WIRE] = settleOnWire(reply.raw, claim);
+  // A callback hook, not an async one: a delivery admitted at once (verify and the store
+  // answered without waiting, see `answerOf`) reaches the handler in the same turn, with no
+  // promise of the hook's own. Fastify turns a throw here into its error answer (500).
+  instance.addHook('preHandler', function hookgatePreHandler(request, reply, next) {
+    const enter = ({ answer, claim }: Admission<unknown>) => {
+      if (answer !== undefined) {
+        send(reply, answer);
+        return;
+      }
+      request.webhook = claim.event;
+      // Fastify writes every answer (its error handler's too) through res.writeHead.
+      (request as Watched)[WIRE] = settleOnWire(reply.raw, claim);
+      next();
+    };
+    const admitting = admit(resolved, rawBodyOf(request, resolved), request.headers);
+    const admission = answerOf(admitting);
+    if (admission !== undefined) enter(admission);
+    else admitting.then(enter, next);
   });
 
   // When the client is gone before the handler answers, Fastify sends nothing for an async
