@@ -1,5 +1,5 @@
 /**
- * `pnpm bench:profile-http <express|koa|hono> [rounds]`: where one binding's server CPU goes, per
+ * `pnpm bench:profile-http <express|koa|hono|fastify> [rounds]`: where one binding's server CPU goes, per
  * request, against the same route by hand (the HTTP rows of `pnpm bench`).
  *
  * One server process runs under `--cpu-prof` while autocannon alternates the two routes in 1 s
@@ -42,11 +42,11 @@ interface Profile {
 const [framework = '', roundsArg = '6'] = process.argv.slice(2);
 const rounds = Number(roundsArg);
 if (
-  !['express', 'koa', 'hono'].includes(framework) ||
+  !['express', 'koa', 'hono', 'fastify'].includes(framework) ||
   !Number.isSafeInteger(rounds) ||
   rounds < 1
 ) {
-  console.error('usage: pnpm bench:profile-http <express|koa|hono> [rounds, default 6]');
+  console.error('usage: pnpm bench:profile-http <express|koa|hono|fastify> [rounds, default 6]');
   process.exit(2);
 }
 

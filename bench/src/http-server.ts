@@ -2,7 +2,7 @@
  * The HTTP benchmark's server, run as a child process so that it does not share an event loop
  * with autocannon: one framework, two routes on one app, `POST /hookgate` (the binding) and
  * `POST /baseline` (the same route written by hand with the baseline commands). Both use one
- * ioredis client. Started as `http-server.ts <express|koa|hono> <redisPort>`; it sends its
+ * ioredis client. Started as `http-server.ts <express|koa|hono|fastify> <redisPort>`; it sends its
  * port to the parent over IPC, its CPU time whenever the parent asks (`{ cpu: true }`), and its
  * clock (`{ clock: true }`).
  */
@@ -12,11 +12,13 @@ import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { createGate } from '@hookgate/core';
 import { hookgate as expressHookgate } from '@hookgate/express';
+import { hookgate as fastifyHookgate } from '@hookgate/fastify';
 import { hookgate as honoHookgate } from '@hookgate/hono';
 import { IoRedisStore } from '@hookgate/ioredis';
 import { hookgate as koaHookgate } from '@hookgate/koa';
 import Router from '@koa/router';
 import express from 'express';
+import Fastify from 'fastify';
 import { Hono } from 'hono';
 import { Redis } from 'ioredis';
 import Koa from 'koa';
@@ -96,7 +98,37 @@ function honoApp(): Server {
   return serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }) as Server;
 }
 
-const server = framework === 'express' ? expressApp() : framework === 'koa' ? koaApp() : honoApp();
+/** Each route in a scope of its own, as the plugin's docs say; both read the body as bytes. */
+async function fastifyApp(): Promise<Server> {
+  const app = Fastify();
+  await app.register(async (scope) => {
+    await scope.register(fastifyHookgate, { gate, verify: false });
+    scope.post('/hookgate', async (_request, reply) => reply.code(200).send({ ok: true }));
+  });
+  await app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) =>
+      done(null, body),
+    );
+    scope.post('/baseline', async (request, reply) => {
+      const claim = await claimByHand((request.body as Buffer).toString('utf8'));
+      if (claim === null) return reply.code(200).send({ status: 'duplicate' });
+      await doneByHand(claim);
+      return reply.code(200).send({ ok: true });
+    });
+  });
+  await app.ready();
+  return app.server;
+}
+
+const server =
+  framework === 'express'
+    ? expressApp()
+    : framework === 'koa'
+      ? koaApp()
+      : framework === 'fastify'
+        ? await fastifyApp()
+        : honoApp();
 const listening = () => {
   process.send?.({ port: (server.address() as AddressInfo).port });
 };
