@@ -185,7 +185,13 @@ function claimed<TPayload, TBody, THeaders extends HeaderBag>(
 ): Promise<Admission<TPayload>> {
   const delivery = { rawBody, headers } as Delivery;
   if (gate.batched) return admitBatch(gate, inFlight, retryAfter, delivery);
-  const claiming = gate.claim(delivery);
+  let claiming: Promise<Claim<TPayload>>;
+  try {
+    claiming = gate.claim(delivery);
+  } catch (error) {
+    // A gate of another making (a wrapper) may throw rather than reject: the same answers.
+    claiming = Promise.reject(error);
+  }
   const claim = answerOf(claiming);
   if (claim !== undefined) return answered(admission(claim, inFlight, retryAfter));
   return claiming.then(

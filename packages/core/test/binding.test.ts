@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../memory/src/index.js';
-import { admit, bindingOptions, createGate, settleFromResponse } from '../src/index.js';
+import {
+  admit,
+  bindingOptions,
+  createError,
+  createGate,
+  type Gate,
+  InvalidDeliveryError,
+  settleFromResponse,
+} from '../src/index.js';
 
 const body = (json: unknown) => new TextEncoder().encode(JSON.stringify(json));
 
@@ -51,6 +59,33 @@ describe('admit and settleFromResponse, the part every binding shares', () => {
       status: 200,
       body: { status: 'in-flight' },
     });
+  });
+
+  it('answers a gate whose claim throws (a wrapper) as one whose claim rejects', async () => {
+    const throwing = (error: Error) =>
+      bindingOptions('test', {
+        gate: {
+          batched: false,
+          claim: () => {
+            throw error;
+          },
+        } as unknown as Gate,
+        verify: false,
+      });
+    const invalid = new InvalidDeliveryError('missing-id', 'no id');
+    await expect(admit(throwing(invalid), body({}), {})).resolves.toMatchObject({
+      answer: { status: 400, body: { status: 'invalid', reason: 'missing-id' } },
+    });
+    const down = createError('test', 'STORE_UNAVAILABLE', 'down');
+    await expect(admit(throwing(down), body({}), {})).resolves.toMatchObject({
+      answer: { status: 503, headers: { 'Retry-After': '10' } },
+    });
+    // Anything else is not an answer: a rejection, never a synchronous throw.
+    let admitting: Promise<unknown> | undefined;
+    expect(() => {
+      admitting = admit(throwing(new TypeError('a bug')), body({}), {});
+    }).not.toThrow();
+    await expect(admitting).rejects.toBeInstanceOf(TypeError);
   });
 
   it('releases on a non-2xx answer, so the retry runs', async () => {
