@@ -123,9 +123,10 @@ export const TOO_LARGE: Answer = {
  * When it returns a `claim`, the binding runs the handler and settles the claim with
  * {@link settleFromResponse}.
  *
- * When `verify` answered synchronously (or is `false`) and the store answered at once (a
- * `MemoryStore`), the promise is made by {@link answered}: a binding may read it with
- * {@link answerOf} and go on in the same turn. `await` works the same either way.
+ * When `verify` answered synchronously (or is `false`) and the gate's claim was answered at once
+ * (a `MemoryStore`; not a batch, not an acquired claim under the sequence guard), the promise
+ * is made by {@link answered}: a binding may read it with {@link answerOf} and go on in the
+ * same turn. `await` works the same either way.
  * @param rawBody - the exact body bytes, or why there are none (what a body reader returns)
  */
 export function admit<TPayload, TBody extends Uint8Array, THeaders extends HeaderBag>(
@@ -140,12 +141,14 @@ export function admit<TPayload, TBody extends Uint8Array, THeaders extends Heade
   }
   if (verify === false) return claimed(options, rawBody, headers);
   let verdict: unknown;
+  let later: boolean;
   try {
     verdict = verify(rawBody, headers);
+    later = isThenable(verdict); // reads `then`, which a hostile verdict's getter may throw from
   } catch (error) {
     return answered(unverified(gate, { reason: 'threw', error }));
   }
-  if (!isThenable(verdict)) return verified(options, verdict, rawBody, headers);
+  if (!later) return verified(options, verdict, rawBody, headers);
   return Promise.resolve(verdict).then(
     (value) => verified(options, value, rawBody, headers),
     (error: unknown) => unverified(gate, { reason: 'threw', error }),
@@ -185,19 +188,22 @@ function claimed<TPayload, TBody, THeaders extends HeaderBag>(
 ): Promise<Admission<TPayload>> {
   const delivery = { rawBody, headers } as Delivery;
   if (gate.batched) return admitBatch(gate, inFlight, retryAfter, delivery);
-  let claiming: Promise<Claim<TPayload>>;
-  try {
-    claiming = gate.claim(delivery);
-  } catch (error) {
-    // A gate of another making (a wrapper) may throw rather than reject: the same answers.
-    claiming = Promise.reject(error);
-  }
+  const claiming = claimOf(gate, delivery);
   const claim = answerOf(claiming);
   if (claim !== undefined) return answered(admission(claim, inFlight, retryAfter));
   return claiming.then(
     (claim) => admission(claim, inFlight, retryAfter),
     (error: unknown) => refusal(error, retryAfter),
   );
+}
+
+/** `gate.claim`, whose throw (a gate of another making may throw rather than reject) is a rejection. */
+function claimOf<TPayload>(gate: Gate<TPayload>, delivery: Delivery): Promise<Claim<TPayload>> {
+  try {
+    return gate.claim(delivery);
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }
 
 /** What a claim lets the binding do: run the handler, or answer. */
@@ -271,7 +277,7 @@ async function admitBatch<TPayload>(
     return refusal(error, retryAfter);
   }
   const attempts = await mapConcurrently(events, BATCH_CONCURRENCY, (event) =>
-    gate.claim(event).catch((error: unknown) => ({ error })),
+    claimOf(gate, event).catch((error: unknown) => ({ error })),
   );
   const claims = attempts.filter((a): a is Claim<TPayload> => !('error' in a));
   const acquired = claims.filter((c) => c.acquired);

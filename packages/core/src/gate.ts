@@ -101,7 +101,8 @@ export interface Gate<TPayload = unknown> {
   /**
    * The low-level step `run` is made of: key the delivery, claim it and apply the sequence
    * guard. When the result is `acquired`, the caller owns the claim and must settle it.
-   * When the store answered at once (see {@link answered}), so does this promise.
+   * When the store answered at once (see {@link answered}), so is this promise read at once,
+   * except for an acquired claim under the sequence guard (its subject is advanced first).
    * @throws InvalidDeliveryError, StoreUnavailableError, as `run`.
    */
   claim(delivery: Delivery): Promise<Claim<TPayload>>;
@@ -393,7 +394,12 @@ class GateImpl<TPayload> implements Gate<TPayload> {
       typeof lease === 'string'
         ? new ClaimHandle(lease, prepared.event, undefined, 0)
         : new ClaimHandle('acquired', prepared.event, lease, this.#options.claimTtlMs);
-    const acquiring = this.#acquire(prepared);
+    let acquiring: Lease<TPayload> | Refusal | Promise<Lease<TPayload> | Refusal>;
+    try {
+      acquiring = this.#acquire(prepared);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     // A store that answered at once: so is the claim (see `answered`).
     return acquiring instanceof Promise ? acquiring.then(handle) : answered(handle(acquiring));
   }
@@ -412,7 +418,9 @@ class GateImpl<TPayload> implements Gate<TPayload> {
     const { claimKey, fingerprint } = prepared;
     let claiming: Promise<ClaimState>;
     try {
-      claiming = store.claim(claimKey, token, claimTtlMs, fingerprint);
+      // A native promise (one of another library, or a bare value, becomes one), so that a
+      // pending claim is never mistaken for an answer: an `answered` promise is kept as it is.
+      claiming = Promise.resolve(store.claim(claimKey, token, claimTtlMs, fingerprint));
     } catch (error) {
       return Promise.reject(this.#claimFailed(error, prepared.event));
     }

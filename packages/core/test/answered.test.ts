@@ -159,6 +159,33 @@ describe('gate.claim and admit, read at once', () => {
     await expect(invalid).rejects.toMatchObject({ reason: 'not-json' });
   });
 
+  it("a store whose promises are not native (another library's thenables) is waited for, never read as an answer", async () => {
+    const inner = new MemoryStore();
+    // Thenables of their own, as a promise library's (`then` gives another such thenable): not
+    // native promises, so there is nothing to read at once.
+    type Foreign = {
+      then(ok?: (value: unknown) => unknown, failed?: (error: unknown) => unknown): Foreign;
+    };
+    const foreign = (answer: Promise<unknown>): Foreign => ({
+      // biome-ignore lint/suspicious/noThenProperty: a thenable is what this stands for
+      then: (ok, failed) => foreign(answer.then(ok, failed)),
+    });
+    const store = {
+      ...ordinary(inner),
+      claim: (...args: Parameters<MemoryStore['claim']>) => foreign(inner.claim(...args)),
+    } as unknown as ClaimStore;
+    const { gate } = gateOver(store);
+    const first = await gate.claim({ payload: { id: 'a' } });
+    expect(first.status).toBe('acquired');
+    expect((await gate.claim({ payload: { id: 'a' } })).status).toBe('in-flight');
+    let runs = 0;
+    expect((await gate.run({ payload: { id: 'a' } }, () => runs++)).status).toBe('in-flight');
+    await first.done();
+    expect((await gate.run({ payload: { id: 'a' } }, () => runs++)).status).toBe('duplicate');
+    expect((await gate.run({ payload: { id: 'b' } }, () => runs++)).status).toBe('processed');
+    expect(runs).toBe(1);
+  });
+
   /** Every kind of admission, in order, through `admit` over `store` with `verify`. */
   async function admissions(store: ClaimStore, verify: Verify | false) {
     const gate = createGate({ store, eventId: 'id' });
@@ -221,6 +248,17 @@ describe('gate.claim and admit, read at once', () => {
         () => {
           throw thrown;
         },
+        'threw',
+        true,
+      ],
+      [
+        // A verdict whose `then` getter throws: reading it is part of verifying.
+        () =>
+          Object.defineProperty({}, 'then', {
+            get() {
+              throw thrown;
+            },
+          }) as unknown as boolean,
         'threw',
         true,
       ],

@@ -129,7 +129,8 @@ async function plugin(instance: FastifyInstance, options: HookgateOptions): Prom
     const admitting = admit(resolved, rawBodyOf(request, resolved), request.headers);
     const admission = answerOf(admitting);
     if (admission !== undefined) enter(admission);
-    else admitting.then(enter, next);
+    // `next` with no error goes on: a rejection without a reason must still stop the request.
+    else admitting.then(enter, (error: unknown) => next((error as Error) || new Error(NO_REASON)));
   });
 
   // When the client is gone before the handler answers, Fastify sends nothing for an async
@@ -189,6 +190,8 @@ function send(reply: FastifyReply, { status, headers, body }: Answer): FastifyRe
 }
 
 const EMPTY = Buffer.alloc(0);
+
+const NO_REASON = '@hookgate/fastify: claiming the delivery failed without an error';
 
 const TWICE =
   'the plugin is already registered in this scope or an enclosing one (or request.webhook is decorated by another plugin): ' +

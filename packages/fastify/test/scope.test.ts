@@ -43,6 +43,28 @@ for (const [name, fastify] of majors) {
       url = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`;
     }
 
+    it('a claim that fails without a reason (a gate of another making) stops the request: 500, no handler', async () => {
+      let ran = 0;
+      const gate = gateWith();
+      // A wrapper whose claim rejects with nothing: admit passes on what it does not answer.
+      const wrapper = Object.assign(Object.create(null), {
+        batched: false,
+        claim: () => Promise.reject(undefined),
+      }) as typeof gate;
+      await start((app) =>
+        app.register(async (scope) => {
+          await scope.register(hookgate, { gate: wrapper, verify: false });
+          scope.post('/webhooks', async () => {
+            ran++;
+            return { ok: true };
+          });
+        }),
+      );
+      const res = await fetch(`${url}/webhooks`, json({ id: 'evt_1' }));
+      expect(res.status).toBe(500);
+      expect(ran).toBe(0);
+    });
+
     it('guards only the routes of the scope that registers it; other routes keep their own body parsing', async () => {
       const stripe = gateWith();
       const github = gateWith();
