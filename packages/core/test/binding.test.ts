@@ -80,6 +80,20 @@ describe('admit and settleFromResponse, the part every binding shares', () => {
     await expect(admit(throwing(down), body({}), {})).resolves.toMatchObject({
       answer: { status: 503, headers: { 'Retry-After': '10' } },
     });
+    // The same in a body of many events (a gate that splits bodies).
+    const batched = bindingOptions('test', {
+      gate: {
+        batched: true,
+        split: () => [{ payload: { id: 'a' } }, { payload: { id: 'b' } }],
+        claim: () => {
+          throw invalid;
+        },
+      } as unknown as Gate,
+      verify: false,
+    });
+    await expect(admit(batched, body([]), {})).resolves.toMatchObject({
+      answer: { status: 400, body: { status: 'invalid', reason: 'missing-id' } },
+    });
     // Anything else is not an answer: a rejection, never a synchronous throw.
     let admitting: Promise<unknown> | undefined;
     expect(() => {
