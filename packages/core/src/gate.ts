@@ -394,13 +394,9 @@ class GateImpl<TPayload> implements Gate<TPayload> {
       typeof lease === 'string'
         ? new ClaimHandle(lease, prepared.event, undefined, 0)
         : new ClaimHandle('acquired', prepared.event, lease, this.#options.claimTtlMs);
-    let acquiring: Lease<TPayload> | Refusal | Promise<Lease<TPayload> | Refusal>;
-    try {
-      acquiring = this.#acquire(prepared);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    // A store that answered at once: so is the claim (see `answered`).
+    // `#acquire` turns a store's throw into a rejection. A store that answered at once: so is
+    // the claim (see `answered`).
+    const acquiring = this.#acquire(prepared);
     return acquiring instanceof Promise ? acquiring.then(handle) : answered(handle(acquiring));
   }
 
