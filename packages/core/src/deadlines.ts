@@ -1,7 +1,12 @@
-/** One operation waiting for its answer: a link in the list of pending operations. */
-interface Pending {
+/** An operation waiting for its answer, as {@link Deadlines.start} hands it out. */
+export interface PendingOperation {
+  /** When its deadline passes, by `performance.now()`. */
   readonly deadline: number;
-  readonly reject: (reason: unknown) => void;
+}
+
+/** One operation waiting for its answer: a link in the list of pending operations. */
+interface Pending extends PendingOperation {
+  readonly expire: (timeout: DOMException) => void;
   prev: Pending | undefined;
   next: Pending | undefined;
 }
@@ -41,29 +46,49 @@ export class Deadlines {
    */
   guard<T>(work: Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const entry: Pending = {
-        deadline: performance.now() + this.timeoutMs,
-        reject,
-        prev: this.#last,
-        next: undefined,
-      };
-      if (this.#last === undefined) this.#first = entry;
-      else this.#last.next = entry;
-      this.#last = entry;
-      this.#pending++;
-      if (this.#timer === undefined) {
-        this.#timer = setInterval(this.#sweep, this.#tickMs);
-        (this.#timer as { unref?: () => void }).unref?.(); // not on every runtime
-      }
+      const pending = this.start(reject);
       work.then(
         (value) => {
-          if (this.#unlink(entry)) resolve(value);
+          if (this.finish(pending)) resolve(value);
         },
         (error: unknown) => {
-          if (this.#unlink(entry)) reject(error);
+          if (this.finish(pending)) reject(error);
         },
       );
     });
+  }
+
+  /**
+   * For an operation that settles its own promise (one that may resend its command, say, where
+   * {@link Deadlines.guard} would wrap each attempt in another promise): its deadline starts
+   * now, and `expire` is called with a `TimeoutError` if it passes before
+   * {@link Deadlines.finish} is called with what this returns.
+   */
+  start(expire: (timeout: DOMException) => void): PendingOperation {
+    const pending: Pending = {
+      deadline: performance.now() + this.timeoutMs,
+      expire,
+      prev: this.#last,
+      next: undefined,
+    };
+    if (this.#last === undefined) this.#first = pending;
+    else this.#last.next = pending;
+    this.#last = pending;
+    this.#pending++;
+    if (this.#timer === undefined) {
+      this.#timer = setInterval(this.#sweep, this.#tickMs);
+      (this.#timer as { unref?: () => void }).unref?.(); // not on every runtime
+    }
+    return pending;
+  }
+
+  /**
+   * The operation `pending` has its answer: `true` when in time (settle it with the answer),
+   * `false` when its deadline passed first and expired it (drop the answer). Only the first call
+   * for an operation returns `true`.
+   */
+  finish(pending: PendingOperation): boolean {
+    return this.#unlink(pending as Pending); // start() made every PendingOperation a Pending
   }
 
   /** How many operations are waiting for an answer. */
@@ -97,7 +122,7 @@ export class Deadlines {
       entry = this.#first
     ) {
       this.#unlink(entry);
-      entry.reject(new DOMException(`no answer within ${this.timeoutMs} ms`, 'TimeoutError'));
+      entry.expire(new DOMException(`no answer within ${this.timeoutMs} ms`, 'TimeoutError'));
     }
   };
 }

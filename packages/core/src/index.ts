@@ -25,7 +25,7 @@ export {
   type Verify,
 } from './binding.js';
 export { canonicalJson } from './canonical-json.js';
-export { Deadlines } from './deadlines.js';
+export { Deadlines, type PendingOperation } from './deadlines.js';
 export { forwardDecisions } from './decisions.js';
 export {
   alreadyDone,

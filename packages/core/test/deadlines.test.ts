@@ -22,4 +22,21 @@ describe('Deadlines', () => {
     answer('late');
     expect(deadlines.pending).toBe(0);
   });
+
+  it('start and finish: an operation answered in time finishes once; one past its deadline expires', async () => {
+    const deadlines = new Deadlines(20);
+    const expired: unknown[] = [];
+    const early = deadlines.start((timeout) => expired.push(['early', timeout]));
+    const late = deadlines.start((timeout) => expired.push(['late', timeout]));
+    const middle = deadlines.start((timeout) => expired.push(['middle', timeout]));
+    expect(deadlines.pending).toBe(3);
+    expect(deadlines.finish(middle)).toBe(true); // out of order: any pending one can finish
+    expect(deadlines.finish(middle)).toBe(false);
+    expect(deadlines.finish(early)).toBe(true);
+    expect(deadlines.pending).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(expired).toEqual([['late', expect.objectContaining({ name: 'TimeoutError' })]]);
+    expect(deadlines.finish(late)).toBe(false);
+    expect(deadlines.pending).toBe(0);
+  });
 });

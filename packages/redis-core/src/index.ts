@@ -128,16 +128,61 @@ export class RedisStore implements ClaimStore {
     this.#deadlines = new Deadlines(timeoutMs);
   }
 
-  async claim(
-    key: string,
-    token: string,
-    ttlMs: number,
-    fingerprint?: string,
-  ): Promise<ClaimState> {
+  claim(key: string, token: string, ttlMs: number, fingerprint?: string): Promise<ClaimState> {
     const record = fingerprint === undefined ? 'p:' + token : `p:${token}:${fingerprint}`;
-    const previous = await this.#send('claim', key, (commands) =>
-      commands.setNxGet(key, record, ttlMs),
+    return this.#send(
+      'claim',
+      key,
+      (commands) => commands.setNxGet(key, record, ttlMs),
+      (previous) => this.#claimed(previous, key, token, fingerprint),
     );
+  }
+
+  done(key: string, token: string, ttlMs: number, fingerprint?: string): Promise<boolean> {
+    const args = [token, String(ttlMs), fingerprint ?? ''];
+    return this.#run('done', scripts.done, key, args, isOne);
+  }
+
+  release(key: string, token: string): Promise<boolean> {
+    return this.#run('release', scripts.release, key, [token], isOne);
+  }
+
+  extend(key: string, token: string, ttlMs: number): Promise<boolean> {
+    return this.#run('extend', scripts.extend, key, [token, String(ttlMs)], isOne);
+  }
+
+  advance(key: string, request: AdvanceRequest): Promise<AdvanceState> {
+    const { at, eventKey, token, holdMs, ttlMs, ties } = request;
+    const args = [String(at), eventKey, token, String(holdMs), String(ttlMs), ties];
+    return this.#run('advance', scripts.advance, key, args, (code) =>
+      code === 1 ? 'applied' : code === 0 ? 'stale' : 'held',
+    );
+  }
+
+  releaseHold(key: string, token: string): Promise<boolean> {
+    return this.#run('releaseHold', scripts.releaseHold, key, [token], isOne);
+  }
+
+  extendHold(key: string, token: string, ttlMs: number): Promise<boolean> {
+    return this.#run('extendHold', scripts.extendHold, key, [token, String(ttlMs)], isOne);
+  }
+
+  inspect(key: string): Promise<StoredRecord> {
+    return this.#send('inspect', key, evaluating(scripts.inspect, key, []), (reply) => {
+      if (!Array.isArray(reply) || reply.length === 0) return { kind: 'absent' };
+      const record = parseRecord(String(reply[0]));
+      if (record === undefined) throw foreignValueError(this.#name, 'inspect', key);
+      const pttl = Number(reply[1]);
+      return pttl >= 0 ? { ...record, ttlMs: pttl } : record;
+    });
+  }
+
+  forget(key: string): Promise<boolean> {
+    return this.#run('forget', scripts.forget, key, [], isOne);
+  }
+
+  /** What a claim's `SET … NX GET` found, `previous`, as the claim's state. */
+  #claimed(previous: unknown, key: string, token: string, fingerprint?: string): ClaimState {
     if (previous === null) return 'acquired';
     // A string, or a Buffer under a client's type mapping. `p:<token>` or `d:<token>`, then
     // `:<fingerprint>` when the claim carries one; or a done record's bare all-digit token.
@@ -155,135 +200,125 @@ export class RedisStore implements ClaimStore {
     return value.slice(2, colon < 0 ? undefined : colon) === token ? 'acquired' : 'processing';
   }
 
-  async done(key: string, token: string, ttlMs: number, fingerprint?: string): Promise<boolean> {
-    const args = [token, String(ttlMs), fingerprint ?? ''];
-    return (await this.#run('done', scripts.done, key, args)) === 1;
-  }
-
-  async release(key: string, token: string): Promise<boolean> {
-    return (await this.#run('release', scripts.release, key, [token])) === 1;
-  }
-
-  async extend(key: string, token: string, ttlMs: number): Promise<boolean> {
-    return (await this.#run('extend', scripts.extend, key, [token, String(ttlMs)])) === 1;
-  }
-
-  async advance(key: string, request: AdvanceRequest): Promise<AdvanceState> {
-    const { at, eventKey, token, holdMs, ttlMs, ties } = request;
-    const args = [String(at), eventKey, token, String(holdMs), String(ttlMs), ties];
-    const reply = await this.#run('advance', scripts.advance, key, args);
-    return reply === 1 ? 'applied' : reply === 0 ? 'stale' : 'held';
-  }
-
-  async releaseHold(key: string, token: string): Promise<boolean> {
-    return (await this.#run('releaseHold', scripts.releaseHold, key, [token])) === 1;
-  }
-
-  async extendHold(key: string, token: string, ttlMs: number): Promise<boolean> {
-    const args = [token, String(ttlMs)];
-    return (await this.#run('extendHold', scripts.extendHold, key, args)) === 1;
-  }
-
-  async inspect(key: string): Promise<StoredRecord> {
-    const reply = await this.#send('inspect', key, (commands) =>
-      evaluate(commands, scripts.inspect, key, []),
-    );
-    if (!Array.isArray(reply) || reply.length === 0) return { kind: 'absent' };
-    const record = parseRecord(String(reply[0]));
-    if (record === undefined) throw foreignValueError(this.#name, 'inspect', key);
-    const pttl = Number(reply[1]);
-    return pttl >= 0 ? { ...record, ttlMs: pttl } : record;
-  }
-
-  async forget(key: string): Promise<boolean> {
-    return (await this.#run('forget', scripts.forget, key, [])) === 1;
+  /**
+   * Run a script whose reply is 0, 1 or 2, read by `read`. A -1 (a foreign value) or anything
+   * else rejects.
+   */
+  #run<T>(
+    operation: string,
+    script: Script,
+    key: string,
+    args: string[],
+    read: (code: 0 | 1 | 2) => T,
+  ): Promise<T> {
+    return this.#send(operation, key, evaluating(script, key, args), (reply) => {
+      // A number, or a string under a client's type mapping.
+      const code = Number(reply);
+      if (code === 0 || code === 1 || code === 2) return read(code);
+      if (code === -1) throw foreignValueError(this.#name, operation, key);
+      throw createError(this.#name, 'STORE_UNAVAILABLE', `${operation} got an unexpected reply`, {
+        cause: new Error(`expected 0, 1 or 2, got ${JSON.stringify(reply)}`),
+      });
+    });
   }
 
   /**
-   * Send a command with the deadline and redirections; any failure (a synchronous throw too) is
-   * `StoreUnavailableError`, with reason `foreign-value` when `key` holds another type (a hash,
-   * a list: `WRONGTYPE`). Chained promises rather than an async function per layer: this runs
-   * for every store operation, and the gate's own CPU per new delivery went from 1.18x round 1's
-   * to below it (`pnpm bench --only=gate-cpu` reports it).
+   * Send a command and settle with `read(reply)`, or reject with what `read` throws. Any failure
+   * to get a reply (a synchronous throw too) is `StoreUnavailableError`, with reason
+   * `foreign-value` when `key` holds another type (a hash, a list: `WRONGTYPE`), and so is a
+   * reply later than the deadline.
+   *
+   * A command is resent to the node a `MOVED` or `ASK` reply names (with `ASKING` first for an
+   * ASK), or as it was when the client says it never sent it, up to three times: either proves
+   * the command was not applied, so resending is safe. Cluster clients follow redirections
+   * themselves, but not every time: ioredis follows one only when every command of an
+   * auto-pipelined batch met the same one, and passes a mixed batch's `-ASK` on as an error. A
+   * command answered `NOSCRIPT` (a script's, after the server lost its cache) is sent again,
+   * once, a script by `EVAL` (which caches it again).
+   *
+   * One promise of its own and one reaction per attempt, each failure handled in one place
+   * rather than in a chained promise per layer: this runs for every store operation (`pnpm
+   * bench --only=gate-cpu` reports the gate's CPU per delivery, the store's included).
    */
-  #send<T>(
-    operation: string,
-    key: string,
-    send: (commands: RedisCommands) => Promise<T>,
-  ): Promise<T> {
-    return this.#deadlines
-      .guard(this.#follow(send, this.#commands, 0))
-      .catch((error: unknown) =>
-        Promise.reject(
+  #send<T>(operation: string, key: string, send: Send, read: (reply: unknown) => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const fail = (error: unknown) =>
+        reject(
           error instanceof Error && error.message.startsWith('WRONGTYPE')
             ? foreignValueError(this.#name, operation, key, error)
             : storeError(this.#name, operation, error),
-        ),
-      );
-  }
-
-  /** Run a script; its reply is 0, 1 or 2. A -1 (a foreign value) or anything else rejects. */
-  #run(operation: string, script: Script, key: string, args: string[]): Promise<number> {
-    return this.#send(operation, key, (commands) => evaluate(commands, script, key, args)).then(
-      (reply) => {
-        // A number, or a string under a client's type mapping.
-        const code = Number(reply);
-        if (code === 0 || code === 1 || code === 2) return code;
-        if (code === -1) throw foreignValueError(this.#name, operation, key);
-        throw createError(this.#name, 'STORE_UNAVAILABLE', `${operation} got an unexpected reply`, {
-          cause: new Error(`expected 0, 1 or 2, got ${JSON.stringify(reply)}`),
-        });
-      },
-    );
+        );
+      const pending = this.#deadlines.start(fail);
+      let commands = this.#commands;
+      let resent = 0;
+      let lua = false;
+      const answered = (reply: unknown) => {
+        if (!this.#deadlines.finish(pending)) return;
+        try {
+          resolve(read(reply));
+        } catch (error) {
+          reject(error);
+        }
+      };
+      const failed = async (error: unknown): Promise<void> => {
+        try {
+          if (lua || !isNoScript(error)) {
+            if (resent === MAX_RESENDS) throw error;
+            resent++;
+            commands = await this.#resendTo(error, commands);
+            lua = false;
+          } else lua = true;
+        } catch (reason) {
+          if (this.#deadlines.finish(pending)) fail(reason);
+          return;
+        }
+        attempt(send, commands, lua).then(answered, failed);
+      };
+      attempt(send, commands, lua).then(answered, failed);
+    });
   }
 
   /**
-   * Send a command, and resend it to the node a `MOVED` or `ASK` reply names (with `ASKING`
-   * first for an ASK), or as it was when the client says it never sent it, up to three times:
-   * either proves the command was not applied, so resending is safe. Cluster clients follow
-   * redirections themselves, but not every time: ioredis follows one only when every command
-   * of an auto-pipelined batch met the same one, and passes a mixed batch's `-ASK` on as an
-   * error.
+   * Where to send again a command that failed with `error`: to the same `commands` when the
+   * client says it never sent it, to the node a `MOVED` or `ASK` reply names; otherwise
+   * `error`, thrown.
    */
-  #follow<T>(
-    send: (commands: RedisCommands) => Promise<T>,
-    commands: RedisCommands,
-    resent: number,
-  ): Promise<T> {
-    return attempt(send, commands).catch(async (error: unknown) => {
-      if (resent >= MAX_RESENDS) throw error;
-      if (this.#commands.unsent?.(error)) return this.#follow(send, commands, resent + 1);
-      const redirection = error instanceof Error ? REDIRECTION.exec(error.message) : null;
-      if (redirection === null) throw error;
-      const next = await this.#commands.redirect?.(redirection[2]!, redirection[1] === 'ASK');
-      if (next === undefined) throw error;
-      return this.#follow(send, next, resent + 1);
-    });
+  async #resendTo(error: unknown, commands: RedisCommands): Promise<RedisCommands> {
+    if (this.#commands.unsent?.(error)) return commands;
+    const redirection = error instanceof Error ? REDIRECTION.exec(error.message) : null;
+    if (redirection === null) throw error;
+    const next = await this.#commands.redirect?.(redirection[2]!, redirection[1] === 'ASK');
+    if (next === undefined) throw error;
+    return next;
   }
 }
 
 /**
- * `send(commands)` as a native promise (a client may answer with another thenable), a
+ * How an operation sends its command on `commands`; a script's by `EVAL` when `lua` (after the
+ * server answered `NOSCRIPT`), by `EVALSHA` otherwise.
+ */
+type Send = (commands: RedisCommands, lua: boolean) => Promise<unknown>;
+
+/** A script's {@link Send}. */
+function evaluating(script: Script, key: string, args: string[]): Send {
+  return (commands, lua) =>
+    lua ? commands.eval(script.lua, key, args) : commands.evalsha(script.sha, key, args);
+}
+
+function isOne(code: number): boolean {
+  return code === 1;
+}
+
+/**
+ * `send(commands, lua)` as a native promise (a client may answer with another thenable), a
  * synchronous throw turned into a rejection.
  */
-function attempt<T>(send: (commands: RedisCommands) => Promise<T>, commands: RedisCommands) {
+function attempt(send: Send, commands: RedisCommands, lua: boolean): Promise<unknown> {
   try {
-    return Promise.resolve(send(commands));
+    return Promise.resolve(send(commands, lua));
   } catch (error) {
     return Promise.reject(error);
   }
-}
-
-/** `EVALSHA`, and `EVAL` (which caches the script again) only when the server lost it. */
-function evaluate(
-  commands: RedisCommands,
-  script: Script,
-  key: string,
-  args: string[],
-): Promise<unknown> {
-  return Promise.resolve(commands.evalsha(script.sha, key, args)).catch((error: unknown) =>
-    isNoScript(error) ? commands.eval(script.lua, key, args) : Promise.reject(error),
-  );
 }
 
 function isNoScript(error: unknown): boolean {

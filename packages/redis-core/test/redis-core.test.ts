@@ -67,3 +67,133 @@ describe('RedisStore over a client', () => {
     });
   });
 });
+
+describe('RedisStore resends a command only where it was not applied', () => {
+  /** A node: what it was sent, and how it answers each command. */
+  const node = (name: string, log: string[], answer: (command: string) => unknown) => {
+    const reply = (command: string) => {
+      log.push(`${name} ${command}`);
+      try {
+        return Promise.resolve(answer(command));
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    };
+    return {
+      setNxGet: () => reply('SET'),
+      evalsha: () => reply('EVALSHA'),
+      eval: () => reply('EVAL'),
+    } satisfies RedisCommands;
+  };
+  const error = (message: string) => () => {
+    throw new Error(message);
+  };
+
+  it('follows MOVED and ASK to the node named, and EVAL there when it lost the script', async () => {
+    const log: string[] = [];
+    const b = node('b', log, (command) => {
+      if (command === 'EVALSHA') throw new Error('NOSCRIPT No matching script');
+      return command === 'SET' ? null : 1;
+    });
+    const redirects: string[] = [];
+    const store = new RedisStore('TestStore', {
+      ...node('a', log, (command) => {
+        throw new Error(command === 'SET' ? 'MOVED 12 10.0.0.2:7001' : 'ASK 12 10.0.0.2:7001');
+      }),
+      redirect: async (address, asking) => {
+        redirects.push(`${address} ${asking ? 'ASK' : 'MOVED'}`);
+        return b;
+      },
+    });
+    expect(await store.claim('k', '1234', 1000)).toBe('acquired');
+    expect(await store.done('k', '1234', 1000)).toBe(true);
+    expect(log).toEqual(['a SET', 'b SET', 'a EVALSHA', 'b EVALSHA', 'b EVAL']);
+    expect(redirects).toEqual(['10.0.0.2:7001 MOVED', '10.0.0.2:7001 ASK']);
+  });
+
+  it('resends what the client never sent, at most three times', async () => {
+    const log: string[] = [];
+    let refusals = 0;
+    const commands = {
+      ...node('a', log, () => {
+        if (refusals-- > 0) throw new Error('not sent');
+        return null;
+      }),
+      unsent: (e: unknown) => e instanceof Error && e.message === 'not sent',
+    };
+    const store = new RedisStore('TestStore', commands);
+    refusals = 3;
+    expect(await store.claim('k', '1234', 1000)).toBe('acquired');
+    expect(log).toEqual(['a SET', 'a SET', 'a SET', 'a SET']);
+    refusals = 4;
+    log.length = 0;
+    const refused = await store.claim('k', '1234', 1000).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(StoreUnavailableError);
+    expect((refused as Error).cause).toMatchObject({ message: 'not sent' });
+    expect(log).toHaveLength(4);
+  });
+
+  it('rejects with the redirection when no node is known, or with what finding one threw', async () => {
+    const log: string[] = [];
+    const moved = node('a', log, error('MOVED 12 10.0.0.9:7001'));
+    const unknown = new RedisStore('TestStore', { ...moved, redirect: async () => undefined });
+    await expect(unknown.claim('k', '1234', 1000)).rejects.toMatchObject({
+      name: 'StoreUnavailableError',
+      cause: { message: 'MOVED 12 10.0.0.9:7001' },
+    });
+    const broken = new RedisStore('TestStore', {
+      ...moved,
+      redirect: () => {
+        throw new Error('no slot map');
+      },
+    });
+    await expect(broken.done('k', '1234', 1000)).rejects.toMatchObject({
+      name: 'StoreUnavailableError',
+      cause: { message: 'no slot map' },
+    });
+    // Without a redirect at all (a standalone client), the error is passed on.
+    await expect(new RedisStore('TestStore', moved).release('k', '1234')).rejects.toMatchObject({
+      cause: { message: 'MOVED 12 10.0.0.9:7001' },
+    });
+    expect(log).toEqual(['a SET', 'a EVALSHA', 'a EVALSHA']);
+  });
+
+  it('a WRONGTYPE error is a foreign value; NOSCRIPT twice is an error, not a loop', async () => {
+    const log: string[] = [];
+    const wrongType = new RedisStore(
+      'TestStore',
+      node('a', log, error('WRONGTYPE Operation against a key holding the wrong kind of value')),
+    );
+    await expect(wrongType.done('k', '1234', 1000)).rejects.toMatchObject({
+      name: 'StoreUnavailableError',
+      reason: 'foreign-value',
+    });
+    log.length = 0;
+    const lost = new RedisStore('TestStore', node('a', log, error('NOSCRIPT No matching script')));
+    await expect(lost.done('k', '1234', 1000)).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect(log).toEqual(['a EVALSHA', 'a EVAL']);
+  });
+
+  it('a deadline that passes during a redirection rejects, and the late answer is dropped', async () => {
+    const log: string[] = [];
+    let found: (commands: RedisCommands) => void = () => {};
+    const store = new RedisStore(
+      'TestStore',
+      {
+        ...node('a', log, error('MOVED 12 10.0.0.2:7001')),
+        redirect: () => new Promise<RedisCommands>((resolve) => (found = resolve)),
+      },
+      { timeoutMs: 20 },
+    );
+    const claim = store.claim('k', '1234', 1000).catch((e: unknown) => e);
+    const timedOut = await claim;
+    expect(timedOut).toBeInstanceOf(StoreUnavailableError);
+    expect((timedOut as Error).cause).toMatchObject({ name: 'TimeoutError' });
+    found(node('b', log, () => null));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    // The node answered after all: the command ran (a timeout means "unknown"), and the
+    // promise, already rejected, stays so.
+    expect(log).toEqual(['a SET', 'b SET']);
+    expect(await claim).toBe(timedOut);
+  });
+});
