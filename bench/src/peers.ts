@@ -26,8 +26,8 @@ import { Idempotency } from '@node-idempotency/core';
 import { RedisStorageAdapter } from '@node-idempotency/storage-adapter-redis';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
-import { alternate, asyncSide, type Plan, type Row, startBurner } from './measure.js';
-import { nextId } from './redis.js';
+import { alternate, asyncSide, type Plan, type Row, type Stats, startBurner } from './measure.js';
+import { nextId, serverCpu } from './redis.js';
 
 const handler = () => 'ok';
 
@@ -91,6 +91,12 @@ async function connectPeers(server: RedisServer): Promise<Peers> {
   };
 }
 
+/** Deliveries per side for the Redis CPU of the c=64 rows (about 0.4 s for the three). */
+const REDIS_CPU_SAMPLE = 5_000;
+
+/** µs of this process's CPU per delivery. */
+const clientUs = (stats: Stats) => 1e6 / stats.opsPerCpuSec;
+
 /** The target ratios: hookgate against each peer, at each concurrency. */
 const TARGETS = {
   nodeIdempotency: { 1: 1.0, 64: 1.2 },
@@ -123,18 +129,41 @@ export async function peersBench(
         ],
         plan,
       );
-      for (const [store, ours] of [
-        ['IoRedisStore', hookgate!],
-        ['NodeRedisStore', hookgateNodeRedis!],
+      // Where each side's CPU goes at c=64 on a quiet core: this process's (from the rounds
+      // above) and Redis's (a pass of its own per side), per delivery.
+      const redisUs =
+        concurrency === 64 && label === ''
+          ? {
+              hookgate: await serverCpu(server, () => peers.hookgate(nextId()), REDIS_CPU_SAMPLE),
+              hookgateNodeRedis: await serverCpu(
+                server,
+                () => peers.hookgateNodeRedis(nextId()),
+                REDIS_CPU_SAMPLE,
+              ),
+              nodeIdempotency: await serverCpu(
+                server,
+                () => peers.nodeIdempotency(nextId()),
+                REDIS_CPU_SAMPLE,
+              ),
+            }
+          : undefined;
+      for (const [store, side, ours] of [
+        ['IoRedisStore', 'hookgate', hookgate!],
+        ['NodeRedisStore', 'hookgateNodeRedis', hookgateNodeRedis!],
       ] as const) {
         for (const [peer, name, stats] of [
           ['nodeIdempotency', 'node-idempotency 1.0 (node-redis 4)', nodeIdempotency!],
           ['powertools', 'Powertools idempotency 2.35 (node-redis 6)', powertools!],
         ] as const) {
           const ratio = TARGETS[peer][concurrency];
+          const redis =
+            redisUs !== undefined && peer === 'nodeIdempotency'
+              ? `; Redis CPU ${redisUs[side].toFixed(1)} µs, the peer's ${redisUs[peer].toFixed(1)} µs (INFO cpu, ${REDIS_CPU_SAMPLE.toLocaleString('en')} at c=64)`
+              : '';
           rows.push({
             section: 'Peers',
             name: `gate.run over ${store}, new delivery, c=${concurrency}${label}`,
+            note: `client CPU ${clientUs(ours).toFixed(1)} µs per delivery, the peer's ${clientUs(stats).toFixed(1)} µs${redis}`,
             stats: ours,
             baseline: { name, stats },
             ...(ratio === undefined ? {} : { target: { ratio } }),

@@ -185,22 +185,26 @@ function perDelivery(before: Map<string, number>, after: Map<string, number>, n:
 const CPU_SAMPLE = 20_000;
 
 /**
- * Redis's own CPU per operation (`INFO cpu`, user + system, before and after `CPU_SAMPLE`
+ * Redis's own CPU per operation (`INFO cpu`, user + system, before and after `count`
  * operations at c=64), in µs: what bounds one shard, whoever sends the commands.
  */
-async function serverCpu(server: RedisServer, one: () => Promise<unknown>): Promise<number> {
+export async function serverCpu(
+  server: RedisServer,
+  one: () => Promise<unknown>,
+  count = CPU_SAMPLE,
+): Promise<number> {
   const cpu = async () => {
     const info = await server.info('cpu');
     return Number(info['used_cpu_user']) + Number(info['used_cpu_sys']);
   };
   const before = await cpu();
-  let left = CPU_SAMPLE;
+  let left = count;
   await Promise.all(
     Array.from({ length: 64 }, async () => {
       while (left-- > 0) await one();
     }),
   );
-  return ((await cpu()) - before) * (1e6 / CPU_SAMPLE);
+  return ((await cpu()) - before) * (1e6 / count);
 }
 
 /** A row's note on Redis CPU: the gate's and the baseline's, per delivery. */
