@@ -182,7 +182,7 @@ function perDelivery(before: Map<string, number>, after: Map<string, number>, n:
 }
 
 /** Deliveries whose Redis CPU is measured per row (c=64), apart from the timed rounds. */
-const CPU_SAMPLE = 20_000;
+const CPU_SAMPLE = 10_000;
 
 /**
  * Redis's own CPU per operation (`INFO cpu`, user + system, before and after `count`
