@@ -17,10 +17,10 @@ interface Pending extends PendingOperation {
  * throughput). The Redis and PostgreSQL stores use it.
  *
  * All operations get the same timeout, so deadlines arrive in the order operations start: the
- * pending ones form a list in that order, each unlinked when answered, and the sweep rejects
- * from its oldest end and stops at the first one still in time. An operation is rejected
- * between `timeoutMs` and `timeoutMs` plus one tick (a tenth of the timeout, between 5 ms and 200 ms)
- * after it started. The timer is `unref`ed and stops when nothing has been pending for a tick.
+ * pending ones form a list in that order, each unlinked when answered, and the sweep expires
+ * them from its oldest end (`guard` rejects, `start`'s caller is told) and stops at the first one
+ * still in time. An operation expires between `timeoutMs` and `timeoutMs` plus one tick (a tenth
+ * of the timeout, between 5 ms and 200 ms) after it started. The timer is `unref`ed and stops when nothing has been pending for a tick.
  *
  * A linked list rather than a `Set`: adding and deleting an entry per command in a hash set
  * cost about 0.7 µs, more than the rest of the guard.
@@ -83,9 +83,9 @@ export class Deadlines {
   }
 
   /**
-   * The operation `pending` has its answer: `true` when in time (settle it with the answer),
-   * `false` when its deadline passed first and expired it (drop the answer). Only the first call
-   * for an operation returns `true`.
+   * The operation `pending` (what this instance's {@link Deadlines.start} returned) has its
+   * answer: `true` when in time (settle it with the answer), `false` when its deadline passed
+   * first and expired it (drop the answer). Only the first call for an operation returns `true`.
    */
   finish(pending: PendingOperation): boolean {
     return this.#unlink(pending as Pending); // start() made every PendingOperation a Pending

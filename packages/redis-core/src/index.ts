@@ -168,13 +168,14 @@ export class RedisStore implements ClaimStore {
   }
 
   inspect(key: string): Promise<StoredRecord> {
-    return this.#send('inspect', key, evaluating(scripts.inspect, key, []), (reply) => {
+    const reading = (reply: unknown): StoredRecord => {
       if (!Array.isArray(reply) || reply.length === 0) return { kind: 'absent' };
       const record = parseRecord(String(reply[0]));
       if (record === undefined) throw foreignValueError(this.#name, 'inspect', key);
       const pttl = Number(reply[1]);
       return pttl >= 0 ? { ...record, ttlMs: pttl } : record;
-    });
+    };
+    return this.#send('inspect', key, evaluating(scripts.inspect, key, []), reading, true);
   }
 
   forget(key: string): Promise<boolean> {
@@ -211,7 +212,7 @@ export class RedisStore implements ClaimStore {
     args: string[],
     read: (code: 0 | 1 | 2) => T,
   ): Promise<T> {
-    return this.#send(operation, key, evaluating(script, key, args), (reply) => {
+    const reading = (reply: unknown) => {
       // A number, or a string under a client's type mapping.
       const code = Number(reply);
       if (code === 0 || code === 1 || code === 2) return read(code);
@@ -219,35 +220,47 @@ export class RedisStore implements ClaimStore {
       throw createError(this.#name, 'STORE_UNAVAILABLE', `${operation} got an unexpected reply`, {
         cause: new Error(`expected 0, 1 or 2, got ${JSON.stringify(reply)}`),
       });
-    });
+    };
+    return this.#send(operation, key, evaluating(script, key, args), reading, true);
   }
 
   /**
-   * Send a command and settle with `read(reply)`, or reject with what `read` throws. Any failure
-   * to get a reply (a synchronous throw too) is `StoreUnavailableError`, with reason
-   * `foreign-value` when `key` holds another type (a hash, a list: `WRONGTYPE`), and so is a
-   * reply later than the deadline.
+   * Send a command (a script's, when `script`) and settle with `read(reply)`, or reject with
+   * what `read` throws. Any failure to get a reply (a synchronous throw too) is
+   * `StoreUnavailableError`, with reason `foreign-value` when `key` holds another type (a hash,
+   * a list: `WRONGTYPE`), and so is a reply later than the deadline.
    *
    * A command is resent to the node a `MOVED` or `ASK` reply names (with `ASKING` first for an
    * ASK), or as it was when the client says it never sent it, up to three times: either proves
    * the command was not applied, so resending is safe. Cluster clients follow redirections
    * themselves, but not every time: ioredis follows one only when every command of an
    * auto-pipelined batch met the same one, and passes a mixed batch's `-ASK` on as an error. A
-   * command answered `NOSCRIPT` (a script's, after the server lost its cache) is sent again,
-   * once, a script by `EVAL` (which caches it again).
+   * script the node answers `NOSCRIPT` to (it lost its cache) is sent to it again by `EVAL`
+   * (which caches it again).
    *
    * One promise of its own and one reaction per attempt, each failure handled in one place
    * rather than in a chained promise per layer: this runs for every store operation (`pnpm
    * bench --only=gate-cpu` reports the gate's CPU per delivery, the store's included).
    */
-  #send<T>(operation: string, key: string, send: Send, read: (reply: unknown) => T): Promise<T> {
+  #send<T>(
+    operation: string,
+    key: string,
+    send: Send,
+    read: (reply: unknown) => T,
+    script = false,
+  ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const fail = (error: unknown) =>
-        reject(
-          error instanceof Error && error.message.startsWith('WRONGTYPE')
+      const fail = (error: unknown) => {
+        let failure = error;
+        try {
+          failure = errorText(error).startsWith('WRONGTYPE')
             ? foreignValueError(this.#name, operation, key, error)
-            : storeError(this.#name, operation, error),
-        );
+            : storeError(this.#name, operation, error);
+        } catch {
+          // An error that cannot be described (its message a symbol): passed on as it is.
+        }
+        reject(failure);
+      };
       const pending = this.#deadlines.start(fail);
       let commands = this.#commands;
       let resent = 0;
@@ -262,7 +275,7 @@ export class RedisStore implements ClaimStore {
       };
       const failed = async (error: unknown): Promise<void> => {
         try {
-          if (lua || !isNoScript(error)) {
+          if (!script || lua || !errorText(error).startsWith('NOSCRIPT')) {
             if (resent === MAX_RESENDS) throw error;
             resent++;
             commands = await this.#resendTo(error, commands);
@@ -285,7 +298,7 @@ export class RedisStore implements ClaimStore {
    */
   async #resendTo(error: unknown, commands: RedisCommands): Promise<RedisCommands> {
     if (this.#commands.unsent?.(error)) return commands;
-    const redirection = error instanceof Error ? REDIRECTION.exec(error.message) : null;
+    const redirection = REDIRECTION.exec(errorText(error));
     if (redirection === null) throw error;
     const next = await this.#commands.redirect?.(redirection[2]!, redirection[1] === 'ASK');
     if (next === undefined) throw error;
@@ -321,6 +334,7 @@ function attempt(send: Send, commands: RedisCommands, lua: boolean): Promise<unk
   }
 }
 
-function isNoScript(error: unknown): boolean {
-  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+/** The message of a client's error (a Redis error reply's text), or `''`. */
+function errorText(error: unknown): string {
+  return error instanceof Error && typeof error.message === 'string' ? error.message : '';
 }

@@ -197,3 +197,76 @@ describe('RedisStore resends a command only where it was not applied', () => {
     expect(await claim).toBe(timedOut);
   });
 });
+
+describe('RedisStore settles every operation, whatever the client throws', () => {
+  const log: string[] = [];
+  const answering = (answer: (command: string) => unknown): RedisCommands => {
+    const reply = (command: string) => {
+      log.push(command);
+      return Promise.resolve().then(() => answer(command));
+    };
+    return {
+      setNxGet: () => reply('SET'),
+      evalsha: () => reply('EVALSHA'),
+      eval: () => reply('EVAL'),
+    };
+  };
+  const odd = (message: unknown) => Object.assign(new Error('odd'), { message });
+
+  it('rejects, within the deadline, for an error whose message is not text', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const lost = new RedisStore(
+        'TestStore',
+        answering((command) => {
+          throw command === 'EVALSHA' ? new Error('NOSCRIPT No matching script') : odd(undefined);
+        }),
+        { timeoutMs: 100 },
+      );
+      await expect(lost.done('k', '1234', 1000)).rejects.toBeInstanceOf(StoreUnavailableError);
+      // One that cannot even be described (a symbol as its message) is passed on as it is.
+      const indescribable = odd(Symbol('no text'));
+      const redirected = new RedisStore('TestStore', {
+        ...answering(() => {
+          throw new Error('MOVED 1 10.0.0.2:7001');
+        }),
+        redirect: async () => {
+          throw indescribable;
+        },
+      });
+      await expect(redirected.claim('k', '1234', 1000)).rejects.toBe(indescribable);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
+  it('sends EVAL only for a script: a NOSCRIPT answer to the claim is an error', async () => {
+    log.length = 0;
+    const store = new RedisStore(
+      'TestStore',
+      answering(() => {
+        throw new Error('NOSCRIPT No matching script');
+      }),
+    );
+    await expect(store.claim('k', '1234', 1000)).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect(log).toEqual(['SET']);
+  });
+
+  it('a NOSCRIPT thrown synchronously by EVALSHA falls back to EVAL as a rejected one does', async () => {
+    log.length = 0;
+    const commands = answering(() => 1);
+    const store = new RedisStore('TestStore', {
+      ...commands,
+      evalsha: () => {
+        log.push('EVALSHA');
+        throw new Error('NOSCRIPT No matching script');
+      },
+    });
+    expect(await store.done('k', '1234', 1000)).toBe(true);
+    expect(log).toEqual(['EVALSHA', 'EVAL']);
+  });
+});
