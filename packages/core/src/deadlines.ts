@@ -20,7 +20,8 @@ interface Pending extends PendingOperation {
  * pending ones form a list in that order, each unlinked when answered, and the sweep expires
  * them from its oldest end (`guard` rejects, `start`'s caller is told) and stops at the first one
  * still in time. An operation expires between `timeoutMs` and `timeoutMs` plus one tick (a tenth
- * of the timeout, between 5 ms and 200 ms) after it started. The timer is `unref`ed and stops when nothing has been pending for a tick.
+ * of the timeout, between 5 ms and 200 ms) after it started. The timer is `unref`ed and stops
+ * when nothing has been pending for a tick.
  *
  * A linked list rather than a `Set`: adding and deleting an entry per command in a hash set
  * cost about 0.7 µs, more than the rest of the guard.
