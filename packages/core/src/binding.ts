@@ -8,7 +8,7 @@ import {
   invalidOption,
   StoreUnavailableError,
 } from './errors.js';
-import { type Claim, type Gate, isThenable } from './gate.js';
+import { type Claim, type Gate, heldBack, isThenable } from './gate.js';
 import { sha256 } from './sha256.js';
 import { answered, answerOf } from './store.js';
 import type { Delivery, HeaderBag, WebhookEvent } from './types.js';
@@ -216,7 +216,11 @@ function admission<TPayload>(
   if (claim.status === 'conflict') {
     return { answer: { status: 422, body: { status: 'conflict' }, headers: {} } };
   }
-  if (claim.status === 'in-flight' && inFlight === 'retry') return inFlightAnswer(retryAfter);
+  // A different event waiting for its subject is answered 409 even with 'ack': nobody else
+  // will process it.
+  if (claim.status === 'in-flight' && (inFlight === 'retry' || heldBack(claim))) {
+    return inFlightAnswer(retryAfter);
+  }
   return { answer: { status: 200, body: { status: claim.status }, headers: {} } };
 }
 
@@ -282,7 +286,9 @@ async function admitBatch<TPayload>(
   const claims = attempts.filter((a): a is Claim<TPayload> => !('error' in a));
   const acquired = claims.filter((c) => c.acquired);
   const failure = attempts.find((a) => 'error' in a);
-  const blocked = inFlight === 'retry' && claims.some((c) => c.status === 'in-flight');
+  const blocked = claims.some(
+    (c) => c.status === 'in-flight' && (inFlight === 'retry' || heldBack(c)),
+  );
   if (failure !== undefined || blocked) {
     await Promise.all(acquired.map((c) => c.release().catch(() => {})));
     if (failure !== undefined) return refusal((failure as { error: unknown }).error, retryAfter);

@@ -205,7 +205,8 @@ export function createGate<TPayload = unknown>(options: GateOptions): Gate<TPayl
   return new GateImpl<TPayload>(resolveGateOptions(options));
 }
 
-type Refusal = 'duplicate' | 'in-flight' | 'stale' | 'conflict';
+/** Why a claim was not acquired; `held` is `in-flight` to the caller (see {@link heldBack}). */
+type Refusal = 'duplicate' | 'in-flight' | 'held' | 'stale' | 'conflict';
 
 class GateImpl<TPayload> implements Gate<TPayload> {
   readonly namespace: string;
@@ -240,7 +241,7 @@ class GateImpl<TPayload> implements Gate<TPayload> {
     const acquiring = this.#acquire(prepared);
     // A store that answered at once (see `answered`) leaves nothing to wait for.
     const lease = acquiring instanceof Promise ? await acquiring : acquiring;
-    if (typeof lease === 'string') return { status: lease, key: event.key };
+    if (typeof lease === 'string') return { status: inFlightIfHeld(lease), key: event.key };
     let result: Awaited<TResult>;
     try {
       const value = handler(event, prepared.delivery);
@@ -469,7 +470,7 @@ class GateImpl<TPayload> implements Gate<TPayload> {
   ): Promise<Lease<TPayload> | Refusal> {
     const admitted = await advanceSubject(this.#options, this.#report, prepared, token);
     if (admitted !== 'applied')
-      return this.#refuse(admitted === 'stale' ? 'stale' : 'in-flight', prepared.event);
+      return this.#refuse(admitted === 'stale' ? 'stale' : 'held', prepared.event);
     return this.#lease(prepared, token);
   }
 
@@ -481,9 +482,25 @@ class GateImpl<TPayload> implements Gate<TPayload> {
   }
 
   #refuse(status: Refusal, event: WebhookEvent<TPayload>): Refusal {
-    this.#report(status, event);
+    this.#report(inFlightIfHeld(status), event);
     return status;
   }
+}
+
+function inFlightIfHeld(status: Refusal): Exclude<Refusal, 'held'> {
+  return status === 'held' ? 'in-flight' : status;
+}
+
+/** The claims refused because another event of their subject holds it (sequence guard). */
+const held = new WeakSet<Claim<unknown>>();
+
+/**
+ * @internal Whether an `in-flight` claim is a different event waiting for its subject (the
+ * sequence guard's hold), rather than the same event in flight elsewhere. Nobody else will
+ * process it, so a binding answers it 409 even with `inFlight: 'ack'`.
+ */
+export function heldBack(claim: Claim<unknown>): boolean {
+  return held.has(claim);
 }
 
 /** The error of `inspect` or `forget` on a store that does not implement it. */
@@ -517,12 +534,13 @@ class ClaimHandle<TPayload> implements Claim<TPayload> {
   readonly #claimTtlMs: number;
 
   constructor(
-    status: Claim['status'],
+    status: Claim['status'] | 'held',
     event: WebhookEvent<TPayload>,
     lease: Lease<TPayload> | undefined,
     claimTtlMs: number,
   ) {
-    this.status = status;
+    this.status = status === 'held' ? 'in-flight' : status;
+    if (status === 'held') held.add(this);
     this.acquired = lease !== undefined;
     this.event = event;
     this.key = event.key;

@@ -131,8 +131,9 @@ export class Lease<TPayload = unknown> {
   /**
    * Reset the claim's TTL to `ms` (and the subject's hold with it). A claim that expired while
    * nobody else took the key is taken back. After a settle attempt this does nothing: a claim
-   * whose settle failed must expire. So does a claim whose subject another event holds now.
-   * @throws LeaseLostError when another owner holds the key.
+   * whose settle failed must expire. So does a claim whose subject's hold another event took
+   * (it is left to expire).
+   * @throws LeaseLostError when another owner holds the key (also when it took the hold).
    */
   async extend(ms: number): Promise<void> {
     if (this.#phase === 'lost') throw this.#lostError('extend');
@@ -311,21 +312,35 @@ export class Lease<TPayload = unknown> {
     let owned: boolean;
     try {
       if (subjectKey !== undefined && !(await store.extendHold(subjectKey, this.#token, ms))) {
-        // Another event holds the subject: it saw ours expire. Let the claim expire as well.
+        // Another owner holds the subject: it saw ours expire. Let the claim expire as well,
+        // extending nothing more; lost when that owner took this very event's key (a
+        // redelivery), as without the sequence guard.
         this.#heartbeat?.stop();
-        return;
+        owned = !(await this.#takenOver());
+      } else {
+        owned =
+          (await store.extend(claimKey, this.#token, ms)) ||
+          (this.#phase === 'held' &&
+            (await store.claim(claimKey, this.#token, ms, this.#prepared.fingerprint)) ===
+              'acquired');
       }
-      owned =
-        (await store.extend(claimKey, this.#token, ms)) ||
-        (this.#phase === 'held' &&
-          (await store.claim(claimKey, this.#token, ms, this.#prepared.fingerprint)) ===
-            'acquired');
     } catch (error) {
       throw this.#storeFailed(error, 'extend');
     }
     // A settle started meanwhile (a reply that crossed it): the settle's result counts.
     if (this.#phase !== 'held') return;
     if (!owned) throw this.#lose('extend');
+  }
+
+  /**
+   * Whether another owner's claim or done record is under the key. Read, never written. A
+   * store without `inspect` cannot tell: not taken.
+   */
+  async #takenOver(): Promise<boolean> {
+    const record = await this.#host.store.inspect?.(this.#prepared.claimKey);
+    return (
+      (record?.kind === 'processing' || record?.kind === 'done') && record.token !== this.#token
+    );
   }
 
   async #releaseHold(): Promise<void> {

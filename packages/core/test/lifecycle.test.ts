@@ -186,6 +186,41 @@ describe('3. the sequence guard lets one event per subject in at a time', () => 
     expect((await gate.run(at('e3', 3), () => 1)).status).toBe('in-flight');
     expect(seen('stale')).toBe(1);
   });
+
+  it('an extend after another worker took the same event (and so the hold) is a lost lease', async () => {
+    const { gate, seen } = gateWith({
+      provider: providers.grantPortal,
+      sequence: true,
+      claimTtlMs: 1_000,
+    });
+    const claim = await gate.claim(at('e2', 2));
+    await tick(1_001);
+    const other = await gate.claim(at('e2', 2)); // the redelivery: its advance takes the hold
+    expect(other.acquired).toBe(true);
+    await expect(claim.extend()).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(claim.done()).rejects.toBeInstanceOf(LeaseLostError);
+    expect(seen('lease-lost')).toBe(1);
+    await other.done();
+    expect((await gate.run(at('e2', 2), () => 1)).status).toBe('duplicate');
+  });
+
+  it('an extend after another event took the hold, its own key untaken, extends nothing and is not lost', async () => {
+    const { gate, seen } = gateWith({
+      provider: providers.grantPortal,
+      sequence: true,
+      claimTtlMs: 1_000,
+    });
+    const claim = await gate.claim(at('e2', 2));
+    await tick(1_001);
+    const newer = await gate.claim(at('e3', 3)); // e2's hold expired: e3 takes the subject
+    expect(newer.acquired).toBe(true);
+    await claim.extend(60_000);
+    expect(seen('lease-lost')).toBe(0);
+    // Nothing was extended: e2's claim stays expired, and its redelivery is stale now.
+    expect(await gate.inspect(at('e2', 2))).toMatchObject({ state: 'absent' });
+    await newer.done();
+    expect((await gate.run(at('e2', 2), () => 1)).status).toBe('stale');
+  });
 });
 
 describe('4. the heartbeat is bounded by heartbeat.maxMs', () => {

@@ -171,6 +171,32 @@ export function answers({ start, makeServer, parsedBody }: SuiteContext): void {
     expect((await first).status).toBe(200);
   });
 
+  it("another event of a subject held under the sequence guard answers 409, also with inFlight: 'ack'", async () => {
+    // Nobody else would process it: acknowledged, it would be lost even when the first succeeds.
+    const h = await start({
+      binding: { inFlight: 'ack' },
+      gate: { sequence: true, subject: 'subject', occurredAt: 'at' },
+    });
+    const hold = latch();
+    h.behaviour = async () => {
+      await hold.wait();
+      return { status: 200, body: { status: 'processed' } };
+    };
+    const first = h.post({ id: 'evt_1', subject: 'grant_1', at: '2024-05-01T00:00:00Z' });
+    await h.waitFor('new');
+    const newer = { id: 'evt_2', subject: 'grant_1', at: '2024-05-02T00:00:00Z' };
+    const res = await h.post(newer);
+    expect(res.status).toBe(409);
+    expect(res.headers.get('retry-after')).toBe('10');
+    expect(await res.json()).toEqual({ status: 'in-flight' });
+    hold.open();
+    expect((await first).status).toBe(200);
+    await h.waitFor('done');
+    // The provider comes back: the newer event runs.
+    expect((await h.post(newer)).status).toBe(200);
+    expect(h.handled.map((event) => event.key)).toEqual(['evt:evt_1', 'evt:evt_2']);
+  });
+
   it('with fingerprint on, the same id with another body answers 422 and runs nothing; a re-serialized body is a duplicate', async () => {
     const h = await start({ gate: { fingerprint: true } });
     expect((await h.post({ id: 'evt_1', amount: 10 })).status).toBe(200);
