@@ -14,7 +14,8 @@ export default defineConfig({
   resolve: { conditions: ['@hookgate/source'] },
   ssr: { resolve: { conditions: ['@hookgate/source'], externalConditions: ['@hookgate/source'] } },
   test: {
-    // bench/ holds only the round-trip test; the benchmarks themselves run with `pnpm bench`.
+    // bench/ holds the round-trip test and a run of `pnpm bench:redis-cost`; the benchmarks
+    // themselves run with `pnpm bench`.
     // scripts/ holds the tests of the repository's scripts (the prepack guard).
     projects: [
       ...[...packages, ...TOP_LEVEL].map((name) => ({
