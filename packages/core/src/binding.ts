@@ -280,14 +280,23 @@ async function admitBatch<TPayload>(
   } catch (error) {
     return refusal(error, retryAfter);
   }
-  const attempts = await mapConcurrently(events, BATCH_CONCURRENCY, (event) =>
-    claimOf(gate, event).catch((error: unknown) => ({ error })),
+  const claimAt = (i: number): Promise<Attempt<TPayload>> =>
+    claimOf(gate, events[i]!).catch((error: unknown) => ({ error }));
+  const attempts = await newestPerSubject(
+    await mapConcurrently(
+      events.map((_, i) => i),
+      BATCH_CONCURRENCY,
+      claimAt,
+    ),
+    claimAt,
   );
   const claims = attempts.filter((a): a is Claim<TPayload> => !('error' in a));
   const acquired = claims.filter((c) => c.acquired);
   const failure = attempts.find((a) => 'error' in a);
+  // A second copy of an event in the body finds the first copy's claim: not in flight elsewhere.
+  const own = new Set(acquired.map((c) => c.key));
   const blocked = claims.some(
-    (c) => c.status === 'in-flight' && (inFlight === 'retry' || heldBack(c)),
+    (c) => c.status === 'in-flight' && !own.has(c.key) && (inFlight === 'retry' || heldBack(c)),
   );
   if (failure !== undefined || blocked) {
     await Promise.all(acquired.map((c) => c.release().catch(() => {})));
@@ -300,6 +309,62 @@ async function admitBatch<TPayload>(
     return { answer: { status: 200, body: { status }, headers: {} } };
   }
   return { claim: new BatchClaim(acquired) as unknown as Claim<TPayload> };
+}
+
+type Attempt<TPayload> = Claim<TPayload> | { error: unknown };
+
+/**
+ * Under the sequence guard, a body's events of one subject hold each other back: the first one
+ * claimed holds the subject, and the others are `held`, on every attempt of the body. Resolve
+ * it as if they had come one by one, the newest last: the newest is the one applied (on a tie,
+ * the one holding the subject), and the others meet its watermark as `stale`. When the newest
+ * was held, the body's claim of the subject is released and the newest claimed again first.
+ * Under `ties: 'apply'`, an event tied with the applied one is `held` again: the body is
+ * answered 409 until a body without the tie comes.
+ */
+async function newestPerSubject<TPayload>(
+  attempts: Attempt<TPayload>[],
+  claimAt: (i: number) => Promise<Attempt<TPayload>>,
+): Promise<Attempt<TPayload>[]> {
+  const groups = new Map<string, { holder?: number; held: number[] }>();
+  const group = (subject: string) => {
+    let found = groups.get(subject);
+    if (found === undefined) {
+      found = { held: [] };
+      groups.set(subject, found);
+    }
+    return found;
+  };
+  attempts.forEach((attempt, i) => {
+    if ('error' in attempt || attempt.event.subject === undefined) return;
+    if (attempt.acquired) group(attempt.event.subject).holder = i;
+    else if (heldBack(attempt)) group(attempt.event.subject).held.push(i);
+  });
+  const result = attempts.slice();
+  const at = (i: number) => (result[i] as Claim).event.occurredAt ?? Number.NEGATIVE_INFINITY;
+  await Promise.all(
+    [...groups.values()].map(async ({ holder, held }) => {
+      if (holder === undefined || held.length === 0) return;
+      // Oldest first; on a tie, the event that holds the subject last (it stays applied).
+      const members = [holder, ...held].sort(
+        (a, b) => at(a) - at(b) || (a === holder ? 1 : b === holder ? -1 : a - b),
+      );
+      const newest = members.pop()!;
+      if (newest !== holder) {
+        const released = await (result[holder] as Claim).release().then(
+          () => undefined,
+          (error: unknown) => ({ error }),
+        );
+        if (released !== undefined) {
+          result[holder] = released;
+          return;
+        }
+        result[newest] = await claimAt(newest);
+      }
+      for (const i of members) result[i] = await claimAt(i);
+    }),
+  );
+  return result;
 }
 
 /** The claims of a body's new events, settled together from one answer. */

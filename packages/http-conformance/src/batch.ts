@@ -86,4 +86,38 @@ export function batch({ start }: SuiteContext): void {
     expect(await empty.json()).toEqual({ status: 'duplicate' });
     expect(h.handled).toHaveLength(0);
   });
+
+  it('an event repeated in one body runs once, and the body is acknowledged', async () => {
+    const h = await start(batched);
+    const res = await h.post([{ id: 'evt_a' }, { id: 'evt_a' }, { id: 'evt_b' }]);
+    expect(res.status).toBe(200);
+    expect(keys(h.handled[0])).toEqual(['evt:evt_a', 'evt:evt_b']);
+    await h.waitFor('done', 2);
+    expect(await (await h.post([{ id: 'evt_a' }, { id: 'evt_a' }])).json()).toEqual({
+      status: 'duplicate',
+    });
+    expect(h.handled).toHaveLength(1);
+  });
+
+  for (const order of ['oldest first', 'newest first'] as const) {
+    it(`under the sequence guard, a body's events of one subject (${order}): the newest runs, the others are stale`, async () => {
+      const h = await start({
+        gate: { ...batched.gate, sequence: true, subject: 'subject', occurredAt: 'at' },
+      });
+      const older = { id: 'evt_1', subject: 'grant_1', at: '2024-05-01T00:00:00Z' };
+      const newer = { id: 'evt_2', subject: 'grant_1', at: '2024-05-02T00:00:00Z' };
+      const other = { id: 'evt_3', subject: 'grant_2', at: '2024-05-01T00:00:00Z' };
+      const body = order === 'oldest first' ? [older, newer, other] : [newer, older, other];
+      const res = await h.post(body);
+      expect(res.status).toBe(200);
+      expect(h.handled).toHaveLength(1);
+      expect(keys(h.handled[0])?.sort()).toEqual(['evt:evt_2', 'evt:evt_3']);
+      await h.waitFor('done', 2);
+      expect(h.count('stale')).toBe(1);
+      // The resent body: every event settled for good.
+      expect(await (await h.post(body)).json()).toEqual({ status: 'duplicate' });
+      expect(await (await h.post([older])).json()).toEqual({ status: 'duplicate' });
+      expect(h.handled).toHaveLength(1);
+    });
+  }
 }
