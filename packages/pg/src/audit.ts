@@ -186,7 +186,7 @@ export class PostgresAuditLog {
    */
   async setup(): Promise<void> {
     try {
-      await this.#client.query(`
+      const created = this.#client.query(`
         SELECT pg_advisory_xact_lock(hashtext('${this.#lockKey}'));
         CREATE TABLE IF NOT EXISTS ${this.#table} (
           id           bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -207,6 +207,7 @@ export class PostgresAuditLog {
           UNIQUE (writer, seq)
         );
         CREATE INDEX IF NOT EXISTS ${this.#index} ON ${this.#table} (key, id);`);
+      await this.#deadlines.guard(created);
     } catch (error) {
       throw storeError(OWNER, 'setup', error);
     }

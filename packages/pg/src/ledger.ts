@@ -73,13 +73,14 @@ export class PostgresLedger {
   /** Create the table and its index if they are missing; safe on every start, and concurrently. */
   async setup(): Promise<void> {
     try {
-      await this.#pool.query(`
+      const created = this.#pool.query(`
         SELECT pg_advisory_xact_lock(hashtext('${this.#lockKey}'));
         CREATE TABLE IF NOT EXISTS ${this.#table} (
           key     text        PRIMARY KEY,
           done_at timestamptz NOT NULL DEFAULT clock_timestamp()
         );
         CREATE INDEX IF NOT EXISTS ${this.#index} ON ${this.#table} (done_at);`);
+      await this.#deadlines.guard(created);
     } catch (error) {
       throw storeError('PostgresLedger', 'setup', error);
     }
@@ -144,7 +145,9 @@ export class PostgresLedger {
   /**
    * Delete the records of events done more than `olderThanMs` ago, a thousand per statement.
    * Keep them longer than any replay you accept: a pruned event runs again if it comes back.
+   * Each statement has the ledger's deadline (`timeoutMs`), as `setup` has.
    * @returns how many rows were deleted
+   * @throws StoreUnavailableError when a statement failed or passed its deadline
    */
   async prune(olderThanMs: number): Promise<number> {
     positiveMs('PostgresLedger', 'olderThanMs', olderThanMs);
@@ -152,14 +155,16 @@ export class PostgresLedger {
     for (;;) {
       let deleted: number;
       try {
-        const result = await this.#pool.query({
-          name: this.#names.prune,
-          text: `DELETE FROM ${this.#table} WHERE key IN (
+        const result = await this.#deadlines.guard(
+          this.#pool.query({
+            name: this.#names.prune,
+            text: `DELETE FROM ${this.#table} WHERE key IN (
              SELECT key FROM ${this.#table}
              WHERE done_at < clock_timestamp() - $1::bigint * interval '1 millisecond'
              LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-          values: [olderThanMs, PRUNE_BATCH],
-        });
+            values: [olderThanMs, PRUNE_BATCH],
+          }),
+        );
         deleted = result.rowCount ?? 0;
       } catch (error) {
         throw storeError('PostgresLedger', 'prune', error);

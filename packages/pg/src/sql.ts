@@ -70,13 +70,13 @@ export function statements(t: string, indexName: string) {
      * this token's, as nearly every done finds it: a plain `UPDATE` (a third cheaper than `done`,
      * measured), one row or none. None: `done` follows and decides (the row expired and went,
      * another worker took it over, it was never written, a watermark). The same `SET` as `done`
-     * on a row of this token.
+     * on a row of this token. The row keeps its fingerprint when none is given, expired or not:
+     * it is this token's claim's (a handler's transaction marks done without one).
      */
     doneOwn: `
       UPDATE ${t}
       SET kind = 'd',
-          fingerprint = CASE WHEN expires_at <= clock_timestamp() THEN $4::text
-                             ELSE COALESCE($4::text, fingerprint) END,
+          fingerprint = COALESCE($4::text, fingerprint),
           at = NULL, event_key = NULL, hold_until = NULL, expires_at = ${FROM_NOW('$3')}
       WHERE key = $1 AND kind IN ('p', 'd') AND token = $2`,
 
@@ -91,7 +91,9 @@ export function statements(t: string, indexName: string) {
         VALUES ($1, 'd', $2, $4, ${FROM_NOW('$3')})
         ON CONFLICT (key) DO UPDATE
           SET kind = 'd', token = EXCLUDED.token,
-              fingerprint = CASE WHEN c.expires_at <= clock_timestamp() THEN EXCLUDED.fingerprint
+              fingerprint = CASE WHEN c.kind IN ('p', 'd') AND c.token = EXCLUDED.token
+                                   THEN COALESCE(EXCLUDED.fingerprint, c.fingerprint)
+                                 WHEN c.expires_at <= clock_timestamp() THEN EXCLUDED.fingerprint
                                  ELSE COALESCE(EXCLUDED.fingerprint, c.fingerprint) END,
               at = NULL, event_key = NULL, hold_until = NULL, expires_at = EXCLUDED.expires_at
           WHERE c.expires_at <= clock_timestamp()

@@ -124,7 +124,7 @@ export class PostgresStore implements ClaimStore {
   async setup(): Promise<void> {
     try {
       // One simple-protocol query: its statements run as one transaction, under the lock.
-      await this.#client.query(this.#sql.setup(this.#lockKey));
+      await this.#deadlines.guard(this.#client.query(this.#sql.setup(this.#lockKey)));
     } catch (error) {
       throw storeError('PostgresStore', 'setup', error);
     }
@@ -134,14 +134,18 @@ export class PostgresStore implements ClaimStore {
    * Delete expired rows (claims, done records, watermarks), a thousand per statement, until
    * none is left; rows another session has locked are skipped. Run it on an interval (see the
    * adapter's docs); expired rows are ignored meanwhile, so nothing depends on it but space.
+   * Each statement has the store's deadline (`timeoutMs`), as `setup` has.
    * @returns how many rows were deleted
+   * @throws StoreUnavailableError when a statement failed or passed its deadline (a table
+   * locked elsewhere); the rows deleted before it stay deleted
    */
   async sweep(): Promise<number> {
     let total = 0;
     for (;;) {
       let deleted: number;
       try {
-        deleted = (await this.#send(this.#client, 'sweep', [SWEEP_BATCH])).rowCount ?? 0;
+        const result = this.#send(this.#client, 'sweep', [SWEEP_BATCH]);
+        deleted = (await this.#deadlines.guard(result)).rowCount ?? 0;
       } catch (error) {
         throw storeError('PostgresStore', 'sweep', error);
       }

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { createGate, StoreUnavailableError } from '@hookgate/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PostgresStore } from '../src/index.js';
+import { PostgresAuditLog, PostgresLedger, PostgresStore } from '../src/index.js';
 import { drop, pool, uniqueTable } from './db.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -136,5 +136,47 @@ describe('PostgresStore under faults', () => {
     expect(performance.now() - started).toBeLessThan(2_000);
     expect((error.cause as NodeJS.ErrnoException).code).toBe('ECONNREFUSED');
     await refused.end();
+  });
+});
+
+describe('maintenance under a lock held elsewhere', () => {
+  it('setup, sweep and prune reject at their deadline instead of hanging, and work once the lock goes', async () => {
+    const own = pool({ max: 10 });
+    const tables = {
+      store: uniqueTable(),
+      ledger: uniqueTable('hookgate_ledger'),
+      log: uniqueTable('hookgate_log'),
+    };
+    const store = new PostgresStore(own, { table: tables.store, timeoutMs: 300 });
+    const ledger = new PostgresLedger(own, { table: tables.ledger, timeoutMs: 300 });
+    const log = new PostgresAuditLog(own, { table: tables.log, timeoutMs: 300 });
+    const holder = await own.connect();
+    try {
+      await Promise.all([store.setup(), ledger.setup(), log.setup()]);
+      await holder.query('BEGIN');
+      const names = Object.values(tables).map((name) => `"${name}"`);
+      await holder.query(`LOCK TABLE ${names.join(', ')} IN ACCESS EXCLUSIVE MODE`);
+      const started = Date.now();
+      for (const operation of [
+        store.setup(),
+        store.sweep(),
+        ledger.setup(),
+        ledger.prune(60_000),
+        log.setup(),
+      ]) {
+        await rejection(operation);
+      }
+      expect(Date.now() - started).toBeLessThan(5_000);
+      await holder.query('COMMIT');
+      await store.setup();
+      expect(await store.sweep()).toBe(0);
+      expect(await ledger.prune(60_000)).toBe(0);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => {});
+      holder.release();
+      await log.close();
+      await drop(admin, ...Object.values(tables));
+      await own.end();
+    }
   });
 });

@@ -196,7 +196,7 @@ describe('round trips per delivery', () => {
     });
   });
 
-  it('a duplicate answers while another transaction holds its row locked: the claim locks nothing', async () => {
+  it('a duplicate answers while another transaction holds its row locked for update: the claim locks nothing', async () => {
     const key = `rt-${randomUUID()}:locked`;
     expect(await store.claim(key, 'tok-a', 60_000)).toBe('acquired');
     expect(await store.done(key, 'tok-a', 60_000)).toBe(true);
@@ -211,6 +211,32 @@ describe('round trips per delivery', () => {
       expect(await impatient.claim(key, 'tok-a', 60_000)).toBe('done');
     } finally {
       await holder.query('ROLLBACK');
+      holder.release();
+    }
+  });
+
+  it('a duplicate that arrives while a fence has written the row waits for its COMMIT, then answers', async () => {
+    const key = `rt-${randomUUID()}:fenced`;
+    expect(await store.claim(key, 'tok-a', 60_000)).toBe('acquired');
+    const holder = await shared.connect();
+    try {
+      await holder.query('BEGIN');
+      // What store.transaction's fence writes just before its COMMIT.
+      await holder.query(`UPDATE "${table}" SET kind = 'd' WHERE key = $1 AND token = $2`, [
+        key,
+        'tok-a',
+      ]);
+      let answer: unknown;
+      const duplicate = store.claim(key, 'tok-b', 60_000).then((state) => {
+        answer = state;
+      });
+      await sleep(200);
+      expect(answer).toBeUndefined(); // the insert waits for the writing transaction
+      await holder.query('COMMIT');
+      await duplicate;
+      expect(answer).toBe('done');
+    } finally {
+      await holder.query('ROLLBACK').catch(() => {});
       holder.release();
     }
   });
@@ -263,10 +289,40 @@ describe('round trips per delivery', () => {
       token: 'tok-c',
       fingerprint: 'f-done',
     });
-    // A live claim keeps its fingerprint when the done has none.
+    // A live claim keeps its fingerprint when the done has none; so does an expired one of the
+    // same token (a handler's transaction marks done without one).
     expect(await own.claim(`${ns}:kept`, 'tok-d', 60_000, 'f-kept')).toBe('acquired');
     expect(await own.done(`${ns}:kept`, 'tok-d', 60_000)).toBe(true);
     expect(await own.inspect(`${ns}:kept`)).toMatchObject({ kind: 'done', fingerprint: 'f-kept' });
+    expect(await own.claim(`${ns}:late`, 'tok-e', 1, 'f-late')).toBe('acquired');
+    await sleep(20);
+    expect(await own.done(`${ns}:late`, 'tok-e', 60_000)).toBe(true);
+    expect(await own.inspect(`${ns}:late`)).toMatchObject({ kind: 'done', fingerprint: 'f-late' });
+  });
+
+  it('store.transaction keeps the fingerprint of a claim that expired while it ran: another payload is a conflict', async () => {
+    const gate = createGate({
+      store,
+      eventId: 'id',
+      namespace: `fp-${randomUUID()}`,
+      fingerprint: true,
+      claimTtlMs: 100,
+    });
+    const outcome = await gate.run(
+      { payload: { id: 'e1', amount: 1 } },
+      store.transaction(async () => {
+        await sleep(250); // the claim expires meanwhile, and nobody takes it
+        return 'paid';
+      }),
+    );
+    expect(outcome).toMatchObject({ status: 'processed' });
+    expect(await gate.inspect({ id: 'e1' })).toMatchObject({
+      state: 'done',
+      fingerprint: expect.any(String),
+    });
+    expect(await gate.run({ payload: { id: 'e1', amount: 2 } }, () => 'again')).toMatchObject({
+      status: 'conflict',
+    });
   });
 
   it('store.transaction: the claim, then BEGIN, the effect, the fence and COMMIT on one connection; the done that follows costs nothing', async () => {
