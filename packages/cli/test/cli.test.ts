@@ -125,9 +125,10 @@ describe.each(stores)('hookgate over $name', ({ name, flags, store }) => {
     expect(text.code).toBe(3);
     expect(text.stdout).toMatch(/^state +absent$/m);
     expect(text.stdout).not.toMatch(/expires in/);
-    const json = await hookgate(['inspect', 'dig:abc', '--json', ...flags(namespace)]);
+    const digest = `dig:${'ab'.repeat(32)}`;
+    const json = await hookgate(['inspect', digest, '--json', ...flags(namespace)]);
     expect(json.code).toBe(3);
-    expect(JSON.parse(json.stdout)).toEqual({ key: 'dig:abc', state: 'absent' });
+    expect(JSON.parse(json.stdout)).toEqual({ key: digest, state: 'absent' });
   });
 
   it('forget --yes deletes a done record, and a redelivery of the event runs again', async () => {

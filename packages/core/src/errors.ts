@@ -52,8 +52,10 @@ export class HookgateError extends Error {
 }
 
 /**
- * The store failed or did not answer within its deadline. The gate fails closed: no handler
- * ran, so answer 5xx and let the provider retry. `cause` holds the underlying error.
+ * The store failed or did not answer within its deadline. From `gate.run` or `gate.claim` the
+ * gate failed closed: no handler ran, so answer 5xx and let the provider retry. From a settle
+ * (`claim.done()`, `release()`), the handler had run (see their docs). `cause` holds the
+ * underlying error.
  */
 export class StoreUnavailableError extends HookgateError {
   protected static override readonly matches = ErrorCode.STORE_UNAVAILABLE;

@@ -73,14 +73,15 @@ export interface GateOptions {
    * For providers that post many events in one body (SendGrid's Event Webhook): the events of
    * a body's parsed payload. `gate.split` applies it; `gate.runBatch` takes its deliveries, and
    * the bindings claim every event and answer 2xx only when each is processed, a duplicate,
-   * stale or a conflict.
+   * stale or a conflict (or in flight elsewhere, with the binding's `inFlight: 'ack'`).
    * @default the preset's, else none (one event per body)
    */
   split?: (payload: unknown) => readonly unknown[];
   /**
    * Check the payload behind an event id: the SHA-256 of the payload's canonical JSON is stored
    * with the claim, and a later delivery of the same key with another payload is a `conflict`
-   * (the handler does not run; the bindings answer 422) rather than a silent duplicate. Catches
+   * (the handler does not run; the bindings answer 422, or, in a body of many events, count it
+   * settled) rather than a silent duplicate. Catches
    * a wrong `eventId` selector, a provider that reuses ids, or a replay with an altered body.
    * It adds no store round trip. A delivery keyed by its digest needs no fingerprint (another
    * body is another key), and a record written without one never conflicts.
@@ -156,10 +157,46 @@ const STORE_METHODS = [
   'extendHold',
 ] as const;
 
+/** The fields of each options object, so that a misspelt one is refused, not ignored. */
+const FIELDS = {
+  options: new Set<string>([
+    'store',
+    'namespace',
+    'provider',
+    'name',
+    'eventId',
+    'digestFallback',
+    'split',
+    'fingerprint',
+    'subject',
+    'occurredAt',
+    'claimTtlMs',
+    'doneTtlMs',
+    'onFailure',
+    'sequence',
+    'heartbeat',
+    'onDecision',
+  ]),
+  sequence: new Set<string>(['subject', 'occurredAt', 'ttlMs', 'ties']),
+  heartbeat: new Set<string>(['intervalMs', 'maxMs']),
+};
+
+function checkFields(given: object, of: keyof typeof FIELDS): void {
+  const known = FIELDS[of];
+  const unknown = Object.keys(given).find((field) => !known.has(field));
+  if (unknown === undefined) return;
+  const name = of === 'options' ? unknown : `${of}.${unknown}`;
+  invalidOption(
+    name,
+    `is not an option (${of === 'options' ? 'createGate' : of} takes ${[...known].join(', ')})`,
+  );
+}
+
 /** @internal Check every option of {@link createGate}, naming the one at fault. */
 export function resolveGateOptions(options: GateOptions): ResolvedGateOptions {
   if (typeof options !== 'object' || options === null)
     invalidOption('options', 'must be an object');
+  checkFields(options, 'options');
   const { store, provider } = options;
   if (provider !== undefined) {
     if (typeof provider !== 'object' || provider === null)
@@ -192,6 +229,7 @@ export function resolveGateOptions(options: GateOptions): ResolvedGateOptions {
     invalidOption('sequence', 'must be a boolean or { subject?, occurredAt?, ttlMs?, ties? }');
   }
   const seq = given === true ? {} : given || undefined;
+  if (seq !== undefined) checkFields(seq, 'sequence');
   const subject = seq?.subject ?? options.subject ?? provider?.subject;
   const occurredAt = seq?.occurredAt ?? options.occurredAt ?? provider?.occurredAt;
   let sequence: ResolvedGateOptions['sequence'];
@@ -242,6 +280,7 @@ function heartbeatOptions(
   if (typeof given !== 'object' || given === null) {
     invalidOption('heartbeat', 'must be a boolean or { intervalMs?, maxMs? }');
   }
+  checkFields(given, 'heartbeat');
   const intervalMs = positiveMs(
     'heartbeat.intervalMs',
     given.intervalMs,

@@ -16,7 +16,7 @@ import {
   type ResolvedGateOptions,
   resolveGateOptions,
 } from './gate-options.js';
-import { idString, payloadOf, plainOrHashed, unreadable } from './key.js';
+import { idString, isEventKey, payloadOf, plainOrHashed, unreadable } from './key.js';
 import { Lease, type LeaseHost } from './lease.js';
 import { type Prepared, prepareDelivery } from './prepare.js';
 import { advanceSubject } from './sequence.js';
@@ -44,24 +44,32 @@ export interface Claim<TPayload = unknown> {
    * rejects. The first settle attempt (this, `release` or `fail`) stops the heartbeat. Once
    * settled, settling again does nothing.
    * @throws LeaseLostError when another owner holds the key (the claim expired and was taken).
-   * @throws StoreUnavailableError when the store failed twice; the claim then expires after
-   * `claimTtlMs`.
+   * @throws StoreUnavailableError when the store failed twice; the done is then tried again in
+   * the background (100 ms, doubling up to 5 s) until the claim would expire, `claimTtlMs`
+   * later, which it does if none lands.
    */
   done(): Promise<void>;
   /**
    * Delete the claim so that the next delivery redoes the work (whatever `onFailure` says).
    * After a `done()` that failed, the done may have landed all the same (a timeout after the
-   * store applied it): then the event stays done and this does nothing.
+   * store applied it): then, over a store with `inspect` (every shipped one), the event stays
+   * done and this does nothing; a store without it cannot tell, and this rejects with
+   * `LeaseLostError`.
    * @throws LeaseLostError when another owner holds the key (nothing was deleted).
-   * @throws StoreUnavailableError when the store failed; the claim then expires.
+   * @throws StoreUnavailableError when the store failed; the release is then tried again in the
+   * background until the claim would expire, which it does if none lands.
    */
   release(): Promise<void>;
   /** Settle a failed attempt as `onFailure` says: release, or retain as done. */
   fail(error?: unknown): Promise<void>;
   /**
    * Reset the claim's TTL to `ms` (default `claimTtlMs`). A claim that expired while nobody
-   * else took the key is taken back. Does nothing once a settle was attempted.
+   * else took the key is taken back. Does nothing once a settle was attempted; nor, under the
+   * sequence guard, when another event took the subject's hold after this claim's expired
+   * (the claim is left to expire: the other event runs now).
    * @throws LeaseLostError when another owner holds the key.
+   * @throws StoreUnavailableError when the store failed (reported; the claim is not lost).
+   * @throws HookgateError `INVALID_OPTIONS` when `ms` is not a positive integer.
    */
   extend(ms?: number): Promise<void>;
 }
@@ -91,8 +99,9 @@ export interface Gate<TPayload = unknown> {
    * still records done).
    *
    * When the handler succeeded but the store fails to record it as done (twice), `run` still
-   * resolves `processed` — the work happened — and reports `store-unavailable`; the claim then
-   * expires after `claimTtlMs`, and a later redelivery would run again (see the guarantees doc).
+   * resolves `processed` — the work happened — and reports `store-unavailable`; the done is
+   * tried again in the background until the claim would expire (`claimTtlMs`), and if none
+   * lands, a later redelivery runs again (see the guarantees doc).
    */
   run<TResult>(
     delivery: Delivery,
@@ -345,7 +354,7 @@ class GateImpl<TPayload> implements Gate<TPayload> {
   } {
     const { namespace } = this.#options;
     if (typeof target === 'string') {
-      if (!/^(evt|dig):./.test(target)) {
+      if (!isEventKey(target)) {
         invalidOption(
           'target',
           'must be an event key as Outcome.key gives it (evt:… or dig:…); pass { id } for a provider event id',

@@ -153,6 +153,19 @@ export function idString(value: unknown): string | undefined {
   return undefined;
 }
 
+const HEX64 = /^[0-9a-f]{64}$/;
+
+/**
+ * @internal Whether `key` is an event key as the gate makes them: `evt:<plain id>`,
+ * `evt:#<sha256 hex>` or `dig:<sha256 hex>` (so it is safe to use in a store key as it is).
+ */
+export function isEventKey(key: string): boolean {
+  if (key.startsWith('dig:')) return HEX64.test(key.slice(4));
+  if (!key.startsWith('evt:')) return false;
+  const id = key.slice(4);
+  return id.startsWith('#') ? HEX64.test(id.slice(1)) : isPlainId(id);
+}
+
 /**
  * @internal Untrusted text made safe to be part of a store key: kept as it is when it is a
  * plain id (up to 128 characters of letters, digits and `_ . : @ / + = -`), else `#<sha256>`.

@@ -92,8 +92,9 @@ export type StoredRecord =
  * store must take any string of letters, digits and `-`).
  * `done`, `release` and `extend` compare the stored token with theirs and change the record in
  * the same atomic step only when they match: a worker whose claim expired must never complete,
- * extend or delete a claim that another worker holds now. A `false` from any of them means
- * the same thing: another token's record (or a done record) is there and was left alone.
+ * extend or delete a claim that another worker holds now. A `false` from `done` or `release`
+ * means another token's record (or, for `release`, a done record) is there and was left alone;
+ * from `extend`, that too, or that nothing is there (the gate then claims the key back).
  *
  * **Time.** Every TTL is in milliseconds, a positive integer, counted from the moment the
  * store applies the operation, on the store's own clock. An expired record behaves exactly as

@@ -49,7 +49,7 @@ export interface WebhookEvent<TPayload = unknown> {
    * Set by the bindings on a body that carries many events (a gate with `split`): the new
    * events in it, each claimed, which the handler processes. `payload` is then their payloads,
    * in order, and `key` a digest of their keys. The body's other events were duplicates, stale
-   * or conflicts.
+   * or conflicts (or, with the binding's `inFlight: 'ack'`, in flight elsewhere).
    */
   events?: readonly WebhookEvent[];
 }
@@ -160,7 +160,8 @@ export interface DecisionEvent {
    * resolved `false`), `threw` (it threw; see `error`) or `not-true` (it resolved something
    * other than a boolean: `verify` must resolve exactly `true`). For `store-unavailable`: the
    * store operation that failed: `claim` or `advance` (nothing ran: 503), `done` or `release`
-   * (the handler ran; the claim expires after `claimTtlMs`), `extend` (a heartbeat beat or
+   * (the handler ran; tried again in the background until the claim would expire, after
+   * `claimTtlMs`), `extend` (a heartbeat beat or
    * `claim.extend`), `releaseHold`, `inspect` or `forget`.
    */
   reason?: string;

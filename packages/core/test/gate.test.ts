@@ -529,6 +529,11 @@ describe('options', () => {
     [{ provider: { name: 'acme', eventId: [] } }, 'provider.eventId'],
     [{ provider: { name: 'acme', digestFallback: 'no' } }, 'provider.digestFallback'],
     [{ provider: { eventId: 'id' } }, 'provider.name'],
+    // A misspelt option is refused, not ignored for its default.
+    [{ onfailure: 'retain' }, 'onfailure'],
+    [{ claimTTLMs: 5 }, 'claimTTLMs'],
+    [{ heartbeat: { intervalMS: 10 } }, 'heartbeat.intervalMS'],
+    [{ sequence: { subject: 'a', occurredAt: 'b', tie: 'apply' } }, 'sequence.tie'],
   ])('refuses %j at construction, naming the option', (bad, option) => {
     const build = () =>
       createGate({ store: new MemoryStore(), ...(bad as Partial<GateOptions>) } as GateOptions);

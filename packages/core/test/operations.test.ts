@@ -92,6 +92,25 @@ describe('gate.inspect', () => {
   it('rejects what it cannot key, and a store without inspect, with typed errors', async () => {
     const { gate } = gateWith();
     await expect(gate.inspect('evt_1')).rejects.toMatchObject({ code: 'INVALID_OPTIONS' });
+    // Only a key the gate could have made reaches the store: a plain id, or a SHA-256 in hex.
+    for (const key of [
+      'evt:has space',
+      'evt:line\nbreak',
+      `evt:${'x'.repeat(129)}`,
+      'evt:#abc',
+      'dig:abc',
+      `dig:${'A'.repeat(64)}`,
+    ]) {
+      await expect(gate.inspect(key)).rejects.toMatchObject({ code: 'INVALID_OPTIONS' });
+      await expect(gate.forget(key)).rejects.toMatchObject({ code: 'INVALID_OPTIONS' });
+    }
+    for (const key of [
+      `evt:${'x'.repeat(128)}`,
+      `evt:#${'0'.repeat(64)}`,
+      `dig:${'f'.repeat(64)}`,
+    ]) {
+      expect((await gate.inspect(key)).state).toBe('absent');
+    }
     await expect(gate.inspect({ id: '  ' })).rejects.toBeInstanceOf(HookgateError);
     await expect(gate.inspect({ rawBody: '{not json' })).rejects.toBeInstanceOf(
       InvalidDeliveryError,

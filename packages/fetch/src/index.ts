@@ -47,15 +47,15 @@ export type FetchHandler<TRequest extends Request = Request> = (
 ) => Promise<Response>;
 
 /**
- * A fetch handler for a webhook route. It reads the raw body, runs `verify`, claims the
- * delivery and answers duplicates (200), stale events (200), deliveries in flight (409),
- * invalid ones (400), bodies over the limit (413) and store failures (503) itself, as small
- * JSON bodies. A new event goes to `handler(event, request)`; the claim is settled on the
- * Response it returns before that Response is returned: done on a 2xx, released otherwise.
+ * A fetch handler for a webhook route. It reads the raw body, runs `verify`, claims the delivery
+ * and answers duplicates (200), stale events (200), deliveries in flight (409), invalid ones (400),
+ * bodies over the limit (413) and store failures (503) itself, as small JSON bodies. A new event
+ * goes to `handler(event, request)`; the claim is settled on the Response it returns before that
+ * Response is returned: done on a 2xx, failed otherwise (released, or retained per `onFailure`).
  *
- * A handler that throws releases the claim and the error is thrown on, to the runtime (which
- * answers 500 and logs it: Next.js, Bun, Deno, Workers) or to your own wrapper. A handler that
- * resolves anything but a Response releases the claim too, and throws an error that says so.
+ * A handler that throws fails the claim (likewise) and the error is thrown on, to the runtime
+ * (which answers 500 and logs it: Next.js, Bun, Deno, Workers) or to your own wrapper. A handler
+ * that resolves anything but a Response fails the claim too, and throws an error that says so.
  *
  * @example
  * export const POST = webhookHandler({ gate, verify }, async (event) => {

@@ -35,10 +35,11 @@ export type HookgateOptions<TPayload = unknown> = BindingOptions<
 /**
  * Middleware for a webhook route (Koa 2 and 3, `@koa/router`). It reads the raw body, runs
  * `verify`, claims the delivery and answers duplicates (200), stale events (200), deliveries in
- * flight (409), invalid ones (400) and store failures (503) itself. A new event goes on to the
- * next middleware as `ctx.state.webhook`; the claim is settled on the status the response puts
- * on the wire: done on a 2xx, released otherwise (a thrown error becomes Koa's 500, unless the
- * handler had already written its answer). The error goes on to Koa's error handling.
+ * flight (409), invalid ones (400) and store failures (503) itself. A new event goes on to the next
+ * middleware as `ctx.state.webhook`; the claim is settled on the status the response puts on the
+ * wire: done on a 2xx, failed otherwise (released, or retained per `onFailure`); a thrown error
+ * becomes Koa's 500, unless the handler had already written its answer. The error goes on to
+ * Koa's error handling.
  *
  * @example
  * router.post('/webhooks', hookgate({ gate, verify }), (ctx) => { ...; ctx.status = 204; });
