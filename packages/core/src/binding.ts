@@ -6,6 +6,7 @@ import {
   type HookgateError,
   InvalidDeliveryError,
   invalidOption,
+  LeaseLostError,
   StoreUnavailableError,
 } from './errors.js';
 import { type Claim, type Gate, heldBack, isThenable } from './gate.js';
@@ -226,10 +227,12 @@ function admission<TPayload>(
 
 /**
  * The answer to a delivery the gate refused with an error: 400 for an invalid one, 503 (with
- * `Retry-After`) for a store failure; any other error is thrown. Built only when needed: the
- * path of a new event allocates none of it.
+ * `Retry-After`) for a store failure, 409 for a claim another owner took meanwhile (a body's,
+ * see `newestPerSubject`); any other error is thrown. Built only when needed: the path of a
+ * new event allocates none of it.
  */
 function refusal<TPayload>(error: unknown, retryAfter: number): Admission<TPayload> {
+  if (error instanceof LeaseLostError) return inFlightAnswer(retryAfter);
   if (error instanceof InvalidDeliveryError) {
     return {
       answer: { status: 400, body: { status: 'invalid', reason: error.reason }, headers: {} },
@@ -293,8 +296,9 @@ async function admitBatch<TPayload>(
   const claims = attempts.filter((a): a is Claim<TPayload> => !('error' in a));
   const acquired = claims.filter((c) => c.acquired);
   const failure = attempts.find((a) => 'error' in a);
-  // A second copy of an event in the body finds the first copy's claim: not in flight elsewhere.
-  const own = new Set(acquired.map((c) => c.key));
+  // A second copy of an event in the body finds the first copy's claim: not in flight
+  // elsewhere, whatever became of the first (acquired, or stale, or done meanwhile).
+  const own = new Set(claims.filter((c) => c.status !== 'in-flight').map((c) => c.key));
   const blocked = claims.some(
     (c) => c.status === 'in-flight' && !own.has(c.key) && (inFlight === 'retry' || heldBack(c)),
   );
@@ -316,8 +320,8 @@ type Attempt<TPayload> = Claim<TPayload> | { error: unknown };
 /**
  * Under the sequence guard, a body's events of one subject hold each other back: the first one
  * claimed holds the subject, and the others are `held`, on every attempt of the body. Resolve
- * it as if they had come one by one, the newest last: the newest is the one applied (on a tie,
- * the one holding the subject), and the others meet its watermark as `stale`. When the newest
+ * it as if the newest had come first: it is the one applied (on a tie, the one holding the
+ * subject), and the others meet its watermark as `stale`. When the newest
  * was held, the body's claim of the subject is released and the newest claimed again first.
  * Under `ties: 'apply'`, an event tied with the applied one is `held` again: the body is
  * answered 409 until a body without the tie comes.

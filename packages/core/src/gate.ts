@@ -486,7 +486,12 @@ class GateImpl<TPayload> implements Gate<TPayload> {
   #lease(prepared: Prepared<TPayload>, token: string): Lease<TPayload> {
     const { event } = prepared;
     this.#report('new', event);
-    event.lease = { key: prepared.claimKey, token, doneTtlMs: this.#options.doneTtlMs };
+    const { claimKey: key, fingerprint } = prepared;
+    const { doneTtlMs } = this.#options;
+    event.lease =
+      fingerprint === undefined
+        ? { key, token, doneTtlMs }
+        : { key, token, doneTtlMs, fingerprint };
     return new Lease(this.#host, prepared, token);
   }
 

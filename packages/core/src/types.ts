@@ -66,6 +66,11 @@ export interface EventLease {
   readonly token: string;
   /** The done TTL in force, in ms: how long a done record of this event must live. */
   readonly doneTtlMs: number;
+  /**
+   * The payload fingerprint the claim carries (a gate with `fingerprint: true`), for a done
+   * record written on the gate's behalf (`@hookgate/pg`'s `store.transaction`) to keep.
+   */
+  readonly fingerprint?: string;
 }
 
 /** What `gate.run` resolved to. A rejected promise covers every other case. */

@@ -129,3 +129,44 @@ describe('admit and settleFromResponse, the part every binding shares', () => {
     expect(() => bindingOptions('hookgate/x', { verify: false } as never)).toThrow(/`gate`/);
   });
 });
+
+describe('a body of many events under the sequence guard', () => {
+  const event = (id: string, subject: string, at: number) => ({ id, subject, at });
+  function sequenced(store = new MemoryStore()) {
+    const gate = createGate({
+      store,
+      eventId: 'id',
+      split: (payload) => payload as unknown[],
+      sequence: { subject: 'subject', occurredAt: 'at' },
+    });
+    return { store, gate, options: bindingOptions('test', { gate, verify: false }) };
+  }
+
+  it('a repeated event that is stale does not hold up the body', async () => {
+    const { options } = sequenced();
+    const first = await admit(options, body([event('n', 's', 1_700_000_005)]), {});
+    await first.claim!.done();
+    const admitted = await admit(
+      options,
+      body([event('o', 's', 1_700_000_001), event('o', 's', 1_700_000_001), event('x', 't', 1)]),
+      {},
+    );
+    expect(admitted.answer).toBeUndefined();
+    expect(admitted.claim!.event.events!.map((e) => e.key)).toEqual(['evt:x']);
+  });
+
+  it('a holder whose claim another owner took while the body was admitted: 409, not a throw', async () => {
+    const store = new MemoryStore();
+    // The holder's release finds another owner's record: its claim was taken meanwhile.
+    const realRelease = store.release.bind(store);
+    store.release = (key, token) =>
+      key.endsWith(':evt:h') ? Promise.resolve(false) : realRelease(key, token);
+    const { options } = sequenced(store);
+    const admitted = await admit(
+      options,
+      body([event('h', 's', 1_700_000_001), event('n', 's', 1_700_000_002)]),
+      {},
+    );
+    expect(admitted.answer).toMatchObject({ status: 409, body: { status: 'in-flight' } });
+  });
+});

@@ -124,6 +124,7 @@ export class PostgresAuditLog {
   readonly #batchSize: number;
   readonly #maxQueue: number;
   readonly #deadlines: Deadlines;
+  readonly #timeoutMs: number;
   readonly #onError: ((error: Error) => void) | undefined;
   readonly #timer: ReturnType<typeof setInterval>;
 
@@ -164,7 +165,8 @@ export class PostgresAuditLog {
     const { quoted, bare } = tableName(OWNER, table);
     this.#batchSize = positiveCount('batchSize', batchSize);
     this.#maxQueue = positiveCount('maxQueue', maxQueue);
-    this.#deadlines = new Deadlines(positiveMs(OWNER, 'timeoutMs', timeoutMs));
+    this.#timeoutMs = positiveMs(OWNER, 'timeoutMs', timeoutMs);
+    this.#deadlines = new Deadlines(this.#timeoutMs);
     positiveMs(OWNER, 'flushIntervalMs', flushIntervalMs);
     if (onError !== undefined && typeof onError !== 'function') {
       throw optionError(OWNER, 'onError', 'must be a function');
@@ -187,6 +189,7 @@ export class PostgresAuditLog {
   async setup(): Promise<void> {
     try {
       const created = this.#client.query(`
+        SET LOCAL lock_timeout = ${this.#timeoutMs};
         SELECT pg_advisory_xact_lock(hashtext('${this.#lockKey}'));
         CREATE TABLE IF NOT EXISTS ${this.#table} (
           id           bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

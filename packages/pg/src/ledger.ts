@@ -51,6 +51,7 @@ export class PostgresLedger {
   readonly #index: string;
   readonly #lockKey: string;
   readonly #deadlines: Deadlines;
+  readonly #timeoutMs: number;
   readonly #names: Record<'record' | 'prune' | 'landed', string>;
 
   /**
@@ -62,7 +63,8 @@ export class PostgresLedger {
     const { table = 'hookgate_ledger', timeoutMs = 2000 } = options;
     checkClient('PostgresLedger', pool, true);
     const { quoted, bare } = tableName('PostgresLedger', table);
-    this.#deadlines = new Deadlines(positiveMs('PostgresLedger', 'timeoutMs', timeoutMs));
+    this.#timeoutMs = positiveMs('PostgresLedger', 'timeoutMs', timeoutMs);
+    this.#deadlines = new Deadlines(this.#timeoutMs);
     this.#names = statementNames(quoted, ['record', 'prune', 'landed']);
     this.#pool = pool;
     this.#table = quoted;
@@ -74,6 +76,7 @@ export class PostgresLedger {
   async setup(): Promise<void> {
     try {
       const created = this.#pool.query(`
+        SET LOCAL lock_timeout = ${this.#timeoutMs};
         SELECT pg_advisory_xact_lock(hashtext('${this.#lockKey}'));
         CREATE TABLE IF NOT EXISTS ${this.#table} (
           key     text        PRIMARY KEY,

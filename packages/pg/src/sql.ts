@@ -21,7 +21,8 @@ const FROM_NOW = (param: string) =>
 /** The statements for table `t` (a quoted, possibly schema-qualified name). */
 export function statements(t: string, indexName: string) {
   return {
-    setup: (lockKey: string) => `
+    setup: (lockKey: string, lockTimeoutMs: number) => `
+      SET LOCAL lock_timeout = ${lockTimeoutMs};
       SELECT pg_advisory_xact_lock(hashtext('${lockKey}'));
       CREATE TABLE IF NOT EXISTS ${t} (
         key         text        PRIMARY KEY,

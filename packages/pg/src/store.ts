@@ -93,6 +93,7 @@ export class PostgresStore implements ClaimStore {
   readonly #names: Record<Operation, string>;
   readonly #lockKey: string;
   readonly #deadlines: Deadlines;
+  readonly #timeoutMs: number;
   /** Claims whose done a `transaction()` committed: the gate's `done` that follows is free. */
   readonly #fenced = new Set<string>();
 
@@ -114,6 +115,7 @@ export class PostgresStore implements ClaimStore {
     this.#names = statementNames(quoted, OPERATIONS);
     this.#lockKey = `hookgate.setup:${table}`;
     this.#deadlines = new Deadlines(timeoutMs);
+    this.#timeoutMs = timeoutMs;
   }
 
   /**
@@ -124,7 +126,8 @@ export class PostgresStore implements ClaimStore {
   async setup(): Promise<void> {
     try {
       // One simple-protocol query: its statements run as one transaction, under the lock.
-      await this.#deadlines.guard(this.#client.query(this.#sql.setup(this.#lockKey)));
+      const sql = this.#sql.setup(this.#lockKey, this.#timeoutMs);
+      await this.#deadlines.guard(this.#client.query(sql));
     } catch (error) {
       throw storeError('PostgresStore', 'setup', error);
     }
@@ -193,7 +196,7 @@ export class PostgresStore implements ClaimStore {
       }
       const work = async (client: PgPoolClient) => {
         const value = await handler(event, client);
-        const values = [lease.key, lease.token, lease.doneTtlMs, null];
+        const values = [lease.key, lease.token, lease.doneTtlMs, lease.fingerprint ?? null];
         const fence = await this.#guarded('done', () => this.#markDone(client, values));
         if (!this.#decided('done', lease.key, fence, 0))
           throw new LeaseLostError(lease.key, 'done');

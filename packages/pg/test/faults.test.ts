@@ -157,15 +157,12 @@ describe('maintenance under a lock held elsewhere', () => {
       const names = Object.values(tables).map((name) => `"${name}"`);
       await holder.query(`LOCK TABLE ${names.join(', ')} IN ACCESS EXCLUSIVE MODE`);
       const started = Date.now();
-      for (const operation of [
-        store.setup(),
-        store.sweep(),
-        ledger.setup(),
-        ledger.prune(60_000),
-        log.setup(),
-      ]) {
-        await rejection(operation);
-      }
+      // Each one's rejection is taken at once: the server's lock_timeout may end setup first.
+      await Promise.all(
+        [store.setup(), store.sweep(), ledger.setup(), ledger.prune(60_000), log.setup()].map(
+          rejection,
+        ),
+      );
       expect(Date.now() - started).toBeLessThan(5_000);
       await holder.query('COMMIT');
       await store.setup();
@@ -176,6 +173,34 @@ describe('maintenance under a lock held elsewhere', () => {
       holder.release();
       await log.close();
       await drop(admin, ...Object.values(tables));
+      await own.end();
+    }
+  });
+
+  it('a setup that cannot get its locks gives up on the server too: the claims queued behind it go on', async () => {
+    const own = pool({ max: 10 });
+    const name = uniqueTable();
+    const store = new PostgresStore(own, { table: name, timeoutMs: 300 });
+    const writer = await own.connect();
+    try {
+      await store.setup();
+      // An open write transaction: CREATE INDEX (even IF NOT EXISTS) waits for it, and every
+      // claim that comes after would queue behind that wait.
+      await writer.query('BEGIN');
+      await writer.query(`INSERT INTO "${name}" (key, kind, expires_at) VALUES ('w', 'd', now())`);
+      await rejection(store.setup());
+      // The server gave up as well (lock_timeout): nothing of it is left waiting.
+      await sleep(100);
+      const { rows } = await admin.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%CREATE INDEX IF NOT EXISTS%' AND query LIKE $1`,
+        [`%${name}%`],
+      );
+      expect(rows[0].n).toBe(0);
+      expect(await store.claim(`${name}:evt:a`, 'tok', 60_000)).toBe('acquired');
+    } finally {
+      await writer.query('ROLLBACK').catch(() => {});
+      writer.release();
+      await drop(admin, name);
       await own.end();
     }
   });

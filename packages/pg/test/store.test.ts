@@ -323,6 +323,19 @@ describe('round trips per delivery', () => {
     expect(await gate.run({ payload: { id: 'e1', amount: 2 } }, () => 'again')).toMatchObject({
       status: 'conflict',
     });
+    // Its row swept away before the fence: the fence writes the lease's fingerprint.
+    const swept = await gate.run(
+      { payload: { id: 'e2', amount: 1 } },
+      store.transaction(async (event) => {
+        await sleep(250);
+        await shared.query(`DELETE FROM "${table}" WHERE key = $1`, [event.lease!.key]);
+        return 'paid';
+      }),
+    );
+    expect(swept).toMatchObject({ status: 'processed' });
+    expect(await gate.run({ payload: { id: 'e2', amount: 2 } }, () => 'again')).toMatchObject({
+      status: 'conflict',
+    });
   });
 
   it('store.transaction: the claim, then BEGIN, the effect, the fence and COMMIT on one connection; the done that follows costs nothing', async () => {
