@@ -6,6 +6,12 @@ import { type Connection, connect, type Stats, UsageError } from './connect.js';
 import { COMMANDS, type Command, TOP } from './help.js';
 import { checkTable, DECISIONS, watch } from './watch.js';
 
+/**
+ * An event key as the gate makes them (and `gate.inspect` takes): `evt:` and a plain id (up to
+ * 128 of `A-Z a-z 0-9 _ . : @ / + = -`) or `#` and a SHA-256 in hex; `dig:` and a SHA-256.
+ */
+const EVENT_KEY = /^(?:evt:(?:[A-Za-z0-9_.:@/+=-]{1,128}|#[0-9a-f]{64})|dig:[0-9a-f]{64})$/;
+
 /** The exit codes of `hookgate`. */
 export const ExitCode = {
   /**
@@ -163,6 +169,13 @@ async function runCommand(
         : `${command} takes one <id|key> (got ${positionals.length})`,
     );
   }
+  const argument = positionals[0];
+  // Refused before connecting, as the gate would refuse it: a key it could not have made.
+  if (argument !== undefined && /^(evt|dig):/.test(argument) && !EVENT_KEY.test(argument)) {
+    throw new UsageError(
+      `${argument} is not an event key (evt:<id> or dig:<sha256 hex>, as Outcome.key gives it); give the provider's event id without evt:`,
+    );
+  }
   if ((flags.redis === undefined) === (flags.postgres === undefined)) {
     throw new UsageError('give exactly one of --redis <url> and --postgres <url>');
   }
@@ -184,7 +197,7 @@ async function runCommand(
   });
   try {
     if (command === 'stats') return printStats(await connection.stats(limit), flags.json);
-    const target = /^(evt|dig):/.test(positionals[0]!) ? positionals[0]! : { id: positionals[0]! };
+    const target = /^(evt|dig):/.test(argument!) ? argument! : { id: argument! };
     const inspection = await connection.gate.inspect(target);
     if (command === 'inspect') return printInspection(inspection, flags);
     return await forget(connection, inspection, flags);

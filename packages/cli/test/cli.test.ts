@@ -620,6 +620,8 @@ describe('hookgate usage', () => {
     [['forget', 'evt_1', ...unreachable], /forget asks for confirmation: pass --yes when stdin/],
     [['forget', 'a', 'b', '--yes', ...unreachable], /forget takes one <id\|key> \(got 2\)/],
     [['stats', 'extra', ...unreachable], /stats takes no argument/],
+    [['inspect', 'dig:abc', ...unreachable], /dig:abc is not an event key/],
+    [['forget', 'evt:has space', '--yes', ...unreachable], /evt:has space is not an event key/],
     [['inspect', 'evt_1'], /give exactly one of --redis <url> and --postgres <url>/],
     [
       ['inspect', 'evt_1', ...unreachable, '--postgres', 'postgres://127.0.0.1:1/x'],
@@ -665,10 +667,10 @@ describe('hookgate usage', () => {
     );
   });
 
-  it('a key with nothing after evt: is a usage error (exit 2), found once connected', async () => {
+  it('a key with nothing after evt: is a usage error (exit 2), found before connecting', async () => {
     const refused = await hookgate(['inspect', 'evt:', '--redis', REDIS_URL]);
     expect(refused.code).toBe(2);
-    expect(refused.stderr).toMatch(/must be an event key as Outcome.key gives it/);
+    expect(refused.stderr).toMatch(/evt: is not an event key/);
   });
 
   it('--help prints the usage of the binary and of each command, and exits 0', async () => {

@@ -297,8 +297,13 @@ async function admitBatch<TPayload>(
   const acquired = claims.filter((c) => c.acquired);
   const failure = attempts.find((a) => 'error' in a);
   // A second copy of an event in the body finds the first copy's claim: not in flight
-  // elsewhere, whatever became of the first (acquired, or stale, or done meanwhile).
-  const own = new Set(claims.filter((c) => c.status !== 'in-flight').map((c) => c.key));
+  // elsewhere when the first was acquired, or ended stale or done. (A conflict may be another
+  // worker's claim of the key, in flight.)
+  const own = new Set(
+    claims
+      .filter((c) => c.acquired || c.status === 'stale' || c.status === 'duplicate')
+      .map((c) => c.key),
+  );
   const blocked = claims.some(
     (c) => c.status === 'in-flight' && !own.has(c.key) && (inFlight === 'retry' || heldBack(c)),
   );

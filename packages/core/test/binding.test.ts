@@ -170,3 +170,24 @@ describe('a body of many events under the sequence guard', () => {
     expect(admitted.answer).toMatchObject({ status: 409, body: { status: 'in-flight' } });
   });
 });
+
+describe('a body of many events with fingerprints', () => {
+  it('an event repeated with two payloads, one of them in flight elsewhere: 409, not acknowledged', async () => {
+    const gate = createGate({
+      store: new MemoryStore(),
+      eventId: 'id',
+      fingerprint: true,
+      split: (payload) => payload as unknown[],
+    });
+    const options = bindingOptions('test', { gate, verify: false });
+    // Another worker holds x with the second payload.
+    const elsewhere = await gate.claim({ payload: { id: 'x', v: 2 } });
+    expect(elsewhere.acquired).toBe(true);
+    const admitted = await admit(
+      options,
+      body([{ id: 'x', v: 1 }, { id: 'x', v: 2 }, { id: 'q' }]),
+      {},
+    );
+    expect(admitted.answer).toMatchObject({ status: 409, body: { status: 'in-flight' } });
+  });
+});

@@ -1,6 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { Deadlines, type DecisionEvent, optionError, storeError } from '@hookgate/core';
-import { checkClient, type PgQueryable, positiveMs, statementNames, tableName } from './client.js';
+import {
+  checkClient,
+  lockTimeout,
+  type PgQueryable,
+  positiveMs,
+  statementNames,
+  tableName,
+} from './client.js';
 
 /** Options of {@link PostgresAuditLog}. */
 export interface PostgresAuditLogOptions {
@@ -189,7 +196,7 @@ export class PostgresAuditLog {
   async setup(): Promise<void> {
     try {
       const created = this.#client.query(`
-        SET LOCAL lock_timeout = ${this.#timeoutMs};
+        SET LOCAL lock_timeout = ${lockTimeout(this.#timeoutMs)};
         SELECT pg_advisory_xact_lock(hashtext('${this.#lockKey}'));
         CREATE TABLE IF NOT EXISTS ${this.#table} (
           id           bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

@@ -197,3 +197,11 @@ export function positiveMs(owner: string, option: string, value: number): number
   }
   return value;
 }
+
+/**
+ * A `lock_timeout` of `ms`: PostgreSQL takes up to 2,147,483,647 ms (about 25 days), and a
+ * longer `timeoutMs` is as good as none there.
+ */
+export function lockTimeout(ms: number): number {
+  return Math.min(ms, 2_147_483_647);
+}

@@ -2,6 +2,7 @@ import { alreadyDone, Deadlines, optionError, storeError, type WebhookEvent } fr
 import {
   checkClient,
   inTransaction,
+  lockTimeout,
   type PgPool,
   type PgPoolClient,
   type PgResult,
@@ -76,7 +77,7 @@ export class PostgresLedger {
   async setup(): Promise<void> {
     try {
       const created = this.#pool.query(`
-        SET LOCAL lock_timeout = ${this.#timeoutMs};
+        SET LOCAL lock_timeout = ${lockTimeout(this.#timeoutMs)};
         SELECT pg_advisory_xact_lock(hashtext('${this.#lockKey}'));
         CREATE TABLE IF NOT EXISTS ${this.#table} (
           key     text        PRIMARY KEY,

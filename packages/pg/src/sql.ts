@@ -13,6 +13,7 @@
  * subject's watermark (`kind` `w`: `at`, `event_key`, and while an event holds the subject,
  * `token` and `hold_until`). `expires_at` ends either: an expired row is an absent one.
  */
+import { lockTimeout } from './client.js';
 
 /** `<n> ms from now`, on the database clock. */
 const FROM_NOW = (param: string) =>
@@ -22,7 +23,7 @@ const FROM_NOW = (param: string) =>
 export function statements(t: string, indexName: string) {
   return {
     setup: (lockKey: string, lockTimeoutMs: number) => `
-      SET LOCAL lock_timeout = ${lockTimeoutMs};
+      SET LOCAL lock_timeout = ${lockTimeout(lockTimeoutMs)};
       SELECT pg_advisory_xact_lock(hashtext('${lockKey}'));
       CREATE TABLE IF NOT EXISTS ${t} (
         key         text        PRIMARY KEY,

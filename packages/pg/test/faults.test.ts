@@ -204,4 +204,18 @@ describe('maintenance under a lock held elsewhere', () => {
       await own.end();
     }
   });
+
+  it('a timeoutMs past what lock_timeout takes (2,147,483,647 ms) still sets up', async () => {
+    const tables = [uniqueTable(), uniqueTable('hookgate_ledger'), uniqueTable('hookgate_log')];
+    const long = { timeoutMs: 3_600_000_000 };
+    const log = new PostgresAuditLog(admin, { table: tables[2]!, ...long });
+    try {
+      await new PostgresStore(admin, { table: tables[0]!, ...long }).setup();
+      await new PostgresLedger(admin, { table: tables[1]!, ...long }).setup();
+      await log.setup();
+    } finally {
+      await log.close();
+      await drop(admin, ...tables);
+    }
+  });
 });
