@@ -326,10 +326,10 @@ type Attempt<TPayload> = Claim<TPayload> | { error: unknown };
  * Under the sequence guard, a body's events of one subject hold each other back: the first one
  * claimed holds the subject, and the others are `held`, on every attempt of the body. Resolve
  * it as if the newest had come first: it is the one applied (on a tie, the one holding the
- * subject), and the others meet its watermark as `stale`. When the newest
- * was held, the body's claim of the subject is released and the newest claimed again first.
- * Under `ties: 'apply'`, an event tied with the applied one is `held` again: the body is
- * answered 409 until a body without the tie comes.
+ * subject), and the others meet its watermark as `stale`. When the newest was held, the body's
+ * claim of the subject is released and the newest claimed again first. Under `ties: 'apply'`,
+ * an event tied with the applied one is `held` again: the body is answered 409 until a body
+ * without the tie comes.
  */
 async function newestPerSubject<TPayload>(
   attempts: Attempt<TPayload>[],
