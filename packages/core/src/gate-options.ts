@@ -29,8 +29,9 @@ export interface SequenceOptions {
 /** How the heartbeat keeps a held claim alive, and for how long at most. */
 export interface HeartbeatOptions {
   /**
-   * Milliseconds between two extensions; shorter than `claimTtlMs`.
-   * @default claimTtlMs / 3
+   * Milliseconds between two extensions; shorter than `claimTtlMs`, and at most 2,147,483,647
+   * (a timer takes no more).
+   * @default claimTtlMs / 3 (at most 2,147,483,647)
    */
   intervalMs?: number;
   /**
@@ -271,6 +272,9 @@ export function resolveGateOptions(options: GateOptions): ResolvedGateOptions {
   };
 }
 
+/** The longest delay `setTimeout` and `setInterval` take. */
+const TIMER_MAX_MS = 2_147_483_647;
+
 function heartbeatOptions(
   heartbeat: GateOptions['heartbeat'],
   claimTtlMs: number,
@@ -284,10 +288,14 @@ function heartbeatOptions(
   const intervalMs = positiveMs(
     'heartbeat.intervalMs',
     given.intervalMs,
-    Math.max(1, Math.floor(claimTtlMs / 3)),
+    Math.min(Math.max(1, Math.floor(claimTtlMs / 3)), TIMER_MAX_MS),
   );
   if (intervalMs >= claimTtlMs) {
     invalidOption('heartbeat.intervalMs', 'must be shorter than claimTtlMs');
+  }
+  if (intervalMs > TIMER_MAX_MS) {
+    // A timer takes no more: past it, Node.js fires it every millisecond.
+    invalidOption('heartbeat.intervalMs', 'must be at most 2,147,483,647 (a timer takes no more)');
   }
   return { intervalMs, maxMs: positiveMs('heartbeat.maxMs', given.maxMs, HOUR) };
 }

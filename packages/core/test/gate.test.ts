@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../memory/src/index.js';
+import { resolveGateOptions } from '../src/gate-options.js';
 import {
   type ClaimStore,
   createGate,
@@ -513,6 +514,8 @@ describe('options', () => {
     [{ heartbeat: { intervalMs: 400_000 } }, 'heartbeat.intervalMs'],
     [{ heartbeat: { maxMs: 0 } }, 'heartbeat.maxMs'],
     [{ heartbeat: { intervalMs: 1.5 } }, 'heartbeat.intervalMs'],
+    // Past 2^31 - 1 ms a timer fires every millisecond: refused.
+    [{ claimTtlMs: 2 ** 33, heartbeat: { intervalMs: 2 ** 31 } }, 'heartbeat.intervalMs'],
     [{ heartbeat: 'yes' }, 'heartbeat'],
     [{ eventId: 'data..id' }, 'eventId'],
     [{ eventId: { header: 'bad header' } }, 'eventId'],
@@ -539,6 +542,15 @@ describe('options', () => {
       createGate({ store: new MemoryStore(), ...(bad as Partial<GateOptions>) } as GateOptions);
     expect(build).toThrow(HookgateError);
     expect(build).toThrow(`\`${option}\``);
+  });
+
+  it('a heartbeat for a claimTtlMs past 74 days beats at most every 2,147,483,647 ms', () => {
+    const { heartbeat } = resolveGateOptions({
+      store: new MemoryStore(),
+      claimTtlMs: 2 ** 34,
+      heartbeat: true,
+    });
+    expect(heartbeat?.intervalMs).toBe(2_147_483_647);
   });
 });
 

@@ -9,6 +9,11 @@ import { instrumentStore } from './store.js';
  * wrapped by {@link instrumentStore}. Pass the result to `createGate`, and the gate to
  * {@link instrumentGate} for a span per `gate.run`.
  *
+ * Call it once your SDK is registered: with neither a meter nor a tracer provider behind it at
+ * that moment, it adds no hook (a gate with a hook builds a record of every decision), so
+ * spans of a tracer provider registered later carry what `run` returns (key, source, decision,
+ * outcome) but no decision events and no provider.
+ *
  * @example
  * const gate = instrumentGate(createGate(instrument({ store, provider: providers.stripe })));
  * @throws HookgateError `INVALID_OPTIONS` when `options.store` is not a `ClaimStore`.

@@ -311,6 +311,38 @@ describe('instrument', () => {
     expect((await t.descriptor('hookgate.store.operation.duration'))?.unit).toBe('s');
   });
 
+  it('a tracer provider registered after instrument() gets run spans without the decision events and provider', async () => {
+    const base = () => ({
+      store: new MemoryStore(),
+      namespace: `${RUN}.${serial++}`,
+      provider: providers.stripe,
+    });
+    const options = instrument(base());
+    expect(options.onDecision).toBeUndefined(); // no SDK yet: no hook
+    const t = telemetry();
+    trace.setGlobalTracerProvider(t.tracerProvider); // registered late, as the docs warn
+    try {
+      const gate = instrumentGate(createGate(options));
+      const payload = { id: nextId(), type: 'invoice.paid', created: 1 };
+      expect((await gate.run({ payload }, () => 'ok')).status).toBe('processed');
+      const run = only(t.named('hookgate.run'));
+      expect(run.attributes['hookgate.decision']).toBe('new'); // from what run returned
+      expect(run.attributes['hookgate.provider']).toBeUndefined();
+      expect(run.events).toEqual([]);
+      // instrument() called once the SDK is there: every decision noted.
+      const later = instrumentGate(createGate(instrument(base())));
+      await later.run({ payload: { ...payload, id: nextId() } }, () => 'ok');
+      const second = t.named('hookgate.run')[1]!;
+      expect(second.attributes['hookgate.provider']).toBe('stripe');
+      expect(second.events.map((event) => event.attributes?.['hookgate.decision'])).toEqual([
+        'new',
+        'done',
+      ]);
+    } finally {
+      trace.disable();
+    }
+  });
+
   it('with no SDK registered, keeps the gate as it was: its own hook, no span', async () => {
     const own = () => {};
     const options = instrument({ store: new MemoryStore(), eventId: 'id', onDecision: own });

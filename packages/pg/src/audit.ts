@@ -24,7 +24,8 @@ export interface PostgresAuditLogOptions {
   batchSize?: number;
   /**
    * How often, in ms, the decisions queued are written whatever their number, and a batch that
-   * failed is tried again. The timer does not keep the process alive.
+   * failed is tried again; at most 2,147,483,647 (a timer takes no more). The timer does not
+   * keep the process alive.
    * @default 1000
    */
   flushIntervalMs?: number;
@@ -174,7 +175,10 @@ export class PostgresAuditLog {
     this.#maxQueue = positiveCount('maxQueue', maxQueue);
     this.#timeoutMs = positiveMs(OWNER, 'timeoutMs', timeoutMs);
     this.#deadlines = new Deadlines(this.#timeoutMs);
-    positiveMs(OWNER, 'flushIntervalMs', flushIntervalMs);
+    if (positiveMs(OWNER, 'flushIntervalMs', flushIntervalMs) > 2_147_483_647) {
+      // A timer takes no more: past it, Node.js fires it every millisecond.
+      throw optionError(OWNER, 'flushIntervalMs', 'must be at most 2,147,483,647 ms');
+    }
     if (onError !== undefined && typeof onError !== 'function') {
       throw optionError(OWNER, 'onError', 'must be a function');
     }

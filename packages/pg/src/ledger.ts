@@ -94,8 +94,11 @@ export class PostgresLedger {
    * Wrap a handler of `gate.run` so that it runs in one transaction that first records the
    * event's key (`event.lease.key`, namespace included). If the key is already recorded, the
    * transaction rolls back, the handler does not run, and `run` resolves `duplicate` (the gate
-   * records it done in its store). A second delivery running at the same moment waits on the
-   * first one's row, then finds it. A handler that throws rolls back its effects and the record.
+   * records it done in its store). A second delivery running at the same moment (the gate keeps
+   * it out unless the first one's claim was lost) waits on the first one's row for at most
+   * `timeoutMs`: it finds it when the first commits within that, and otherwise rejects with a
+   * `StoreUnavailableError` without running the handler, so the provider retries. A handler
+   * that throws rolls back its effects and the record.
    * A `COMMIT` whose answer is lost is checked on another connection: when the key is recorded,
    * the transaction committed and resolves as one.
    */

@@ -462,6 +462,7 @@ describe('PostgresAuditLog', () => {
       [{ batchSize: 0 }, /`batchSize` must be a positive integer/],
       [{ maxQueue: 1.5 }, /`maxQueue` must be a positive integer/],
       [{ flushIntervalMs: -1 }, /`flushIntervalMs` must be a positive integer of milliseconds/],
+      [{ flushIntervalMs: 2 ** 31 }, /`flushIntervalMs` must be at most 2,147,483,647 ms/],
       [{ timeoutMs: 0 }, /`timeoutMs`/],
       [{ onError: 'log' }, /`onError` must be a function/],
     ];

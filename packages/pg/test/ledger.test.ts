@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createGate, HookgateError } from '@hookgate/core';
+import { createGate, HookgateError, StoreUnavailableError } from '@hookgate/core';
 import { IoRedisStore } from '@hookgate/ioredis';
 import { MemoryStore } from '@hookgate/memory';
 import { type RedisServer, startRedis } from '@hookgate/redis-harness';
@@ -71,6 +71,33 @@ describe('PostgresLedger', () => {
     ]);
     expect(outcomes.map((outcome) => outcome.status).sort()).toEqual(['duplicate', 'processed']);
     expect(await effectCount(`${namespace}:evt:evt_1`)).toBe(1);
+  });
+
+  it('a second delivery that waits on a slower first one longer than timeoutMs rejects StoreUnavailableError without running the handler', async () => {
+    const namespace = `ledger-${randomUUID()}`;
+    const quick = new PostgresLedger(shared, { table, timeoutMs: 300 });
+    const [first, second] = [new MemoryStore(), new MemoryStore()].map((store) =>
+      createGate({ store, eventId: 'id', namespace }),
+    );
+    let runs = 0;
+    const slow = quick.transaction(async (event, tx) => {
+      runs++;
+      await tx.query(`INSERT INTO "${effects}" VALUES ($1)`, [event.lease!.key]);
+      await sleep(1_000);
+      return 'paid';
+    });
+    const processed = first!.run({ payload: { id: 'evt_1' } }, slow);
+    await sleep(100); // the first one holds the ledger row
+    const waited = await second!.run({ payload: { id: 'evt_1' } }, slow).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(waited).toBeInstanceOf(StoreUnavailableError);
+    expect(await processed).toMatchObject({ status: 'processed', result: 'paid' });
+    expect(runs).toBe(1);
+    expect(await effectCount(`${namespace}:evt:evt_1`)).toBe(1);
+    // The provider's retry finds the record.
+    expect((await second!.run({ payload: { id: 'evt_1' } }, slow)).status).toBe('duplicate');
   });
 
   it('a handler that throws rolls back its effects and the record: the retry runs', async () => {
