@@ -45,8 +45,8 @@ export interface Claim<TPayload = unknown> {
    * settled, settling again does nothing.
    * @throws LeaseLostError when another owner holds the key (the claim expired and was taken).
    * @throws StoreUnavailableError when the store failed twice; the done is then tried again in
-   * the background (100 ms, doubling up to 5 s) until the claim would expire, `claimTtlMs`
-   * later, which it does if none lands.
+   * the background (100 ms, doubling up to 5 s) for `claimTtlMs` after the failure, by when
+   * the claim has expired if none landed.
    */
   done(): Promise<void>;
   /**
@@ -57,7 +57,8 @@ export interface Claim<TPayload = unknown> {
    * `LeaseLostError`.
    * @throws LeaseLostError when another owner holds the key (nothing was deleted).
    * @throws StoreUnavailableError when the store failed; the release is then tried again in the
-   * background until the claim would expire, which it does if none lands.
+   * background for `claimTtlMs` after the failure, by when the claim has expired if none
+   * landed.
    */
   release(): Promise<void>;
   /** Settle a failed attempt as `onFailure` says: release, or retain as done. */
@@ -100,8 +101,8 @@ export interface Gate<TPayload = unknown> {
    *
    * When the handler succeeded but the store fails to record it as done (twice), `run` still
    * resolves `processed` — the work happened — and reports `store-unavailable`; the done is
-   * tried again in the background until the claim would expire (`claimTtlMs`), and if none
-   * lands, a later redelivery runs again (see the guarantees doc).
+   * tried again in the background for `claimTtlMs` after the failure, and if none lands, a
+   * later redelivery runs again (see the guarantees doc).
    */
   run<TResult>(
     delivery: Delivery,

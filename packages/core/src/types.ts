@@ -165,8 +165,8 @@ export interface DecisionEvent {
    * resolved `false`), `threw` (it threw; see `error`) or `not-true` (it resolved something
    * other than a boolean: `verify` must resolve exactly `true`). For `store-unavailable`: the
    * store operation that failed: `claim` or `advance` (nothing ran: 503), `done` or `release`
-   * (the handler ran; tried again in the background until the claim would expire, after
-   * `claimTtlMs`), `extend` (a heartbeat beat or
+   * (the handler ran; tried again in the background for `claimTtlMs` after the failure),
+   * `extend` (a heartbeat beat or
    * `claim.extend`), `releaseHold`, `inspect` or `forget`.
    */
   reason?: string;

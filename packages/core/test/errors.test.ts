@@ -2,7 +2,7 @@
  * One error builder: every hookgate error that names its owner reads `<owner>: <message>`, and
  * its class follows its code, so `instanceof` and `code` agree whoever built it.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { MemoryStore } from '../../memory/src/index.js';
 import {
   createError,
@@ -71,5 +71,27 @@ describe('createError', () => {
       code: 'STORE_UNAVAILABLE',
       message: 'hookgate: store claim failed: down',
     });
+  });
+});
+
+describe('two copies of @hookgate/core in one process', () => {
+  it('errors of the other copy pass instanceof, and its alreadyDone() is still a duplicate', async () => {
+    const ours = await import('../src/index.js');
+    // A second instance of every module of the package, as a second installed copy would be.
+    vi.resetModules();
+    const other = await import('../src/index.js');
+    expect(other.StoreUnavailableError).not.toBe(ours.StoreUnavailableError);
+    const lost = new other.LeaseLostError('hookgate:evt:a', 'done');
+    expect(lost).toBeInstanceOf(ours.LeaseLostError);
+    expect(lost).toBeInstanceOf(ours.HookgateError);
+    expect(lost).not.toBeInstanceOf(ours.StoreUnavailableError);
+    const down = new other.StoreUnavailableError('down');
+    expect(down).toBeInstanceOf(ours.StoreUnavailableError);
+    expect(down).not.toBeInstanceOf(ours.InvalidDeliveryError);
+    const gate = ours.createGate({ store: new MemoryStore(), eventId: 'id' });
+    const outcome = await gate.run({ payload: { id: 'evt_1' } }, () => {
+      throw other.alreadyDone();
+    });
+    expect(outcome.status).toBe('duplicate');
   });
 });

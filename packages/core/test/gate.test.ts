@@ -544,6 +544,23 @@ describe('options', () => {
     expect(build).toThrow(`\`${option}\``);
   });
 
+  it('the TTLs the docs give by default: claim 5 min, done 24 h, watermark 30 days, heartbeat 1 h', async () => {
+    const store = new MemoryStore({ now: () => 1_750_000_000_000 });
+    const gate = createGate({
+      store,
+      eventId: 'id',
+      subject: 's',
+      occurredAt: 't',
+      sequence: true,
+    });
+    const claim = await gate.claim({ payload: { id: 'a', s: 'x', t: 1_000 } });
+    expect(await gate.inspect('evt:a')).toMatchObject({ state: 'processing', ttlMs: 300_000 });
+    expect(await store.inspect('hookgate:seq:x')).toMatchObject({ ttlMs: 30 * 86_400_000 });
+    await claim.done();
+    expect(await gate.inspect('evt:a')).toMatchObject({ state: 'done', ttlMs: 86_400_000 });
+    expect(resolveGateOptions({ store, heartbeat: true }).heartbeat?.maxMs).toBe(3_600_000);
+  });
+
   it('a heartbeat for a claimTtlMs past 74 days beats at most every 2,147,483,647 ms', () => {
     const { heartbeat } = resolveGateOptions({
       store: new MemoryStore(),

@@ -116,6 +116,20 @@ describe('1b. a settle the store failed goes on in the background until the clai
     expect(spy).not.toHaveBeenCalled();
     expect((await gate.run(delivery, () => 'again')).status).toBe('processed');
   });
+
+  it('a claim extended past claimTtlMs whose release failed expires after that extension', async () => {
+    const store = new MemoryStore();
+    store.release = () => Promise.reject(new Error('ECONNRESET'));
+    const { gate } = gateWith({ claimTtlMs: 1_000 }, store);
+    const delivery = { payload: { id: 'evt_1' } };
+    const claim = await gate.claim(delivery);
+    await claim.extend(60_000);
+    await expect(claim.release()).rejects.toBeInstanceOf(StoreUnavailableError);
+    await tick(6_000);
+    expect((await gate.run(delivery, () => 1)).status).toBe('in-flight');
+    await tick(54_001);
+    expect((await gate.run(delivery, () => 1)).status).toBe('processed');
+  });
 });
 
 describe('3. the sequence guard lets one event per subject in at a time', () => {
@@ -220,6 +234,30 @@ describe('3. the sequence guard lets one event per subject in at a time', () => 
     expect(await gate.inspect(at('e2', 2))).toMatchObject({ state: 'absent' });
     await newer.done();
     expect((await gate.run(at('e2', 2), () => 1)).status).toBe('stale');
+  });
+
+  it('a handler that outlives its claim and hold can apply an older state last: its redelivery was stale, its done is lost', async () => {
+    const { gate, seen } = gateWith({
+      provider: providers.grantPortal,
+      sequence: true,
+      claimTtlMs: 1_000,
+    });
+    const applied: string[] = [];
+    const slow = deferred();
+    const e2 = gate.run(at('e2', 2), async (event) => {
+      await slow.promise;
+      applied.push(event.key);
+    });
+    await tick(1_001); // e2's claim and its hold on the subject expire
+    expect((await gate.run(at('e3', 3), (event) => applied.push(event.key))).status).toBe(
+      'processed',
+    );
+    // e2's redelivery is recorded done as stale, without running.
+    expect((await gate.run(at('e2', 2), () => applied.push('again'))).status).toBe('stale');
+    slow.resolve();
+    await expect(e2).rejects.toBeInstanceOf(LeaseLostError);
+    expect(applied).toEqual(['evt:e3', 'evt:e2']); // each ran once; the older state last
+    expect(seen('lease-lost')).toBe(1);
   });
 });
 
@@ -436,6 +474,33 @@ describe('11. a lease is lost only when another owner holds the key', () => {
     await tick(10_000);
     await claim.release();
     expect(seen('done')).toBe(1);
+  });
+
+  it('over a store without inspect, a release after a done whose answer was lost is a lost lease', async () => {
+    const memory = new MemoryStore();
+    let lose = true;
+    const store: ClaimStore = {
+      claim: (...args) => memory.claim(...args),
+      done: async (...args) => {
+        const owned = await memory.done(...args);
+        if (lose) throw new Error('ETIMEDOUT after the done was applied');
+        return owned;
+      },
+      release: (...args) => memory.release(...args),
+      extend: (...args) => memory.extend(...args),
+      advance: (...args) => memory.advance(...args),
+      releaseHold: (...args) => memory.releaseHold(...args),
+      extendHold: (...args) => memory.extendHold(...args),
+    };
+    const { gate, seen } = gateWith({}, store);
+    const delivery = { payload: { id: 'evt_1' } };
+    const claim = await gate.claim(delivery);
+    await expect(claim.done()).rejects.toBeInstanceOf(StoreUnavailableError);
+    lose = false;
+    // It cannot tell its own done record from another owner's: lost, and nothing deleted.
+    await expect(claim.release()).rejects.toBeInstanceOf(LeaseLostError);
+    expect(seen('lease-lost')).toBe(1);
+    expect((await gate.run(delivery, () => 1)).status).toBe('duplicate');
   });
 
   /** A claim whose done failed and which expired; then another worker's claim of the event. */

@@ -1,0 +1,46 @@
+import { randomUUID } from 'node:crypto';
+import { createGate, StoreUnavailableError } from '@hookgate/core';
+import { type RedisServer, startRedis } from '@hookgate/redis-harness';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { IoRedisStore } from '../src/index.js';
+import { redis } from './clients.js';
+
+// What guarantees.md and errors.md say of a claim whose answer did not come in time, on a real
+// Redis that hangs (SIGSTOP) and then carries on: the server still applies it, so the provider's
+// retry finds the event in flight until the orphaned claim expires, and then runs it once.
+let server: RedisServer;
+let client: ReturnType<typeof redis>;
+beforeAll(async () => {
+  server = await startRedis();
+  client = redis(6, server.port);
+});
+afterAll(async () => {
+  if (server?.state === 'paused') server.resume();
+  client?.disconnect();
+  await server?.dispose();
+});
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+it('a claim the store gave up on is applied by the server: the retry is in-flight until claimTtlMs, then runs', async () => {
+  await client.ping();
+  const claimTtlMs = 1_500;
+  const gate = createGate({
+    store: new IoRedisStore(client, { timeoutMs: 200 }),
+    eventId: 'id',
+    claimTtlMs,
+  });
+  const delivery = { payload: { id: randomUUID() } };
+  let runs = 0;
+  server.pause();
+  const first = await gate.run(delivery, () => runs++).catch((error: unknown) => error);
+  expect(first).toBeInstanceOf(StoreUnavailableError);
+  expect(runs).toBe(0);
+  server.resume(); // the server runs the claim it was sent while it hung
+  const retried = Date.now();
+  expect(await gate.run(delivery, () => runs++)).toMatchObject({ status: 'in-flight' });
+  expect(runs).toBe(0);
+  await sleep(claimTtlMs - (Date.now() - retried) + 50);
+  expect(await gate.run(delivery, () => runs++)).toMatchObject({ status: 'processed' });
+  expect(runs).toBe(1);
+});
