@@ -320,14 +320,16 @@ class GateImpl<TPayload> implements Gate<TPayload> {
     const store = this.#options.store;
     if (typeof store.inspect !== 'function') throw missing('inspect');
     const [record, mark] = await Promise.all([
-      this.#storeCall('inspect', () => store.inspect!(claimKey)),
+      this.#storeCall('inspect', async () => {
+        const found = await store.inspect!(claimKey);
+        // A watermark under an event's key was not written there by hookgate.
+        if (found.kind === 'watermark') throw foreignValueError('hookgate', 'inspect', claimKey);
+        return found;
+      }),
       subjectKey === undefined
         ? undefined
         : this.#storeCall('inspect', () => store.inspect!(subjectKey)),
     ]);
-    if (record.kind === 'watermark') {
-      throw toStoreError(foreignValueError('hookgate', 'inspect', claimKey), 'inspect');
-    }
     const inspection: Inspection = { key, state: record.kind };
     if (record.kind !== 'absent') {
       if (record.ttlMs !== undefined) inspection.ttlMs = record.ttlMs;

@@ -138,6 +138,23 @@ describe('gate.inspect', () => {
     await expect(gate.inspect({ id: 'a' })).rejects.toBeInstanceOf(StoreUnavailableError);
     expect(decisions.map((d) => d.decision)).toEqual(['store-unavailable']);
   });
+
+  it('a value that is not an event record under its key is a foreign-value error, reported too', async () => {
+    const store = new MemoryStore();
+    const { gate, decisions } = gateWith({}, store);
+    await store.advance('hookgate:evt:a', {
+      at: 1_000,
+      eventKey: 'evt:b',
+      token: 'token',
+      holdMs: 60_000,
+      ttlMs: 60_000,
+      ties: 'drop',
+    }); // a watermark where an event's record belongs
+    const refused = await gate.inspect({ id: 'a' }).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(StoreUnavailableError);
+    expect(refused).toMatchObject({ reason: 'foreign-value' });
+    expect(decisions).toMatchObject([{ decision: 'store-unavailable', reason: 'inspect' }]);
+  });
 });
 
 describe('gate.forget', () => {
