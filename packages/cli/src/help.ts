@@ -107,9 +107,9 @@ line (NDJSON) with every column: id, at, decision, namespace, key, reason, error
 
 It polls: SELECT … WHERE id > <last id seen> ORDER BY id LIMIT 1000, every --interval ms. A
 transaction may commit a row with an id below one already printed (ids are taken in order,
-committed in any order): watch reads the ids it skipped again until every transaction that
-was open when it skipped them has ended, for up to 60 s; such a late row is printed when it
-commits, after rows with higher ids. It says so on stderr when it stops waiting for an id.
+committed in any order): watch reads the ids it skipped again for 60 s; such a late row is
+printed when it commits, after rows with higher ids. It says so on stderr when it stops
+waiting for an id that a transaction still open may write.
 
   --postgres <url>     postgres://user:password@host:port/database
   --table <name>       the PostgresAuditLog table (default: hookgate_decisions)

@@ -63,7 +63,8 @@ export interface WatchedDecision {
   reason?: string;
   error?: string;
   durationMs?: number;
-  fingerprints?: { stored: string | null; received: string | null };
+  /** `{ stored, received }` as `PostgresAuditLog` writes it; another writer's JSON as it is. */
+  fingerprints?: unknown;
   writer: string;
   seq: number;
 }
@@ -72,7 +73,12 @@ export interface WatchedDecision {
 const PAGE = 1_000;
 /** How many skipped ids are watched for a late commit at most (the newest are kept). */
 const MAX_GAPS = 10_000;
-/** How long a skipped id is watched for, however long old transactions stay open. */
+/**
+ * How long a skipped id is watched for. Not less, even when the snapshot says that every
+ * transaction open when it was skipped has ended: a transaction may hold an id before it has
+ * an xid (an insert waiting on a conflicting row: a batch retried while its first attempt is
+ * still in progress), and the snapshot does not show it.
+ */
 const LATE_MS = 60_000;
 /** How long the watch waits for a poll in progress once it is told to stop. */
 const STOP_MS = 500;
@@ -83,17 +89,18 @@ interface PolledRow {
   xmax: string;
   id: string | null;
   decision: string | null;
-  at: Date;
+  /** A `Date`; `pg` gives a number for `infinity` and `-infinity`. */
+  at: Date | number;
   namespace: string;
   provider: string | null;
   key: string | null;
   source: string | null;
   subject: string | null;
-  occurred_at: Date | null;
+  occurred_at: Date | number | null;
   reason: string | null;
   error: string | null;
   duration_ms: string | null;
-  fingerprints: { stored: string | null; received: string | null } | null;
+  fingerprints: unknown;
   writer: string;
   seq: string;
 }
@@ -107,9 +114,9 @@ interface Gap {
   /** When the gap was first seen (`performance.now()`). */
   seenAt: number;
   /**
-   * The `xmax` of the first poll's snapshot after the gap was seen: every transaction that can
-   * still fill it has an xid below this. Once the snapshot `xmin` reaches it, all of them have
-   * ended, and a poll that still did not find the id proves the id will never be filled.
+   * The `xmax` of the first poll's snapshot after the gap was seen: every transaction that had
+   * written when the gap was seen has an xid below this. Once the snapshot `xmin` reaches it,
+   * all of them have ended; one that held the id before writing anything may still fill it.
    */
   xmax?: bigint;
 }
@@ -130,7 +137,16 @@ export async function watch(options: WatchOptions): Promise<void> {
   process.once('SIGTERM', onSignal);
   process.stdout.on('error', onStdoutError);
   try {
-    await postgres.check();
+    // A stop while connecting ends the watch at once, not when `--timeout` gives up.
+    const checking = postgres.check();
+    const stopped = new Promise<void>((resolve) => {
+      stop.signal.addEventListener('abort', () => resolve(), { once: true });
+    });
+    await Promise.race([checking, stopped]);
+    if (stop.signal.aborted) {
+      checking.catch(() => {});
+      return;
+    }
     const watcher = new Watcher(postgres.pool, options, stop.signal);
     await watcher.run();
   } finally {
@@ -209,7 +225,7 @@ class Watcher {
         `SELECT coalesce(max(id), 0)::text AS id FROM ${this.#quoted}`,
         [],
       );
-      return Number(rows[0]?.id ?? 0);
+      return idOf(rows[0]?.id ?? '0');
     } catch (error) {
       if (this.#signal.aborted) return 0;
       throw explain(error, this.#options.table);
@@ -237,7 +253,7 @@ class Watcher {
     let read = 0;
     for (const row of rows) {
       if (row.id === null) continue;
-      const id = Number(row.id);
+      const id = idOf(row.id);
       if (id > this.#last) {
         read++;
         this.#openGaps(id);
@@ -269,9 +285,8 @@ class Watcher {
   }
 
   /**
-   * Close the gaps this poll asked about that no transaction can fill any more: the poll's
-   * snapshot has no transaction open that was open when the gap was seen. A gap open for
-   * `LATE_MS` is closed anyway, and said so.
+   * Close the gaps this poll asked about that are `LATE_MS` old, and say so for those a
+   * transaction open when the gap was seen may still fill (the poll's snapshot has one open).
    */
   #closeGaps(asked: readonly number[], xmin: bigint, xmax: bigint): void {
     const now = performance.now();
@@ -283,11 +298,9 @@ class Watcher {
       // this poll's): when the gap was found, its writer might have taken the id and not yet
       // its xid.
       gap.xmax ??= xmax;
-      if (xmin >= gap.xmax) this.#gaps.delete(id);
-      else if (now - gap.seenAt >= LATE_MS) {
-        this.#gaps.delete(id);
-        late.push(id);
-      }
+      if (now - gap.seenAt < LATE_MS) continue;
+      this.#gaps.delete(id);
+      if (xmin < gap.xmax) late.push(id);
     }
     this.#warnLate(late, `transactions open for over ${LATE_MS / 1000} s may still write them`);
   }
@@ -302,7 +315,10 @@ class Watcher {
   }
 
   #print(decision: WatchedDecision): void {
-    process.stdout.write(`${this.#options.json ? JSON.stringify(decision) : line(decision)}\n`);
+    const text = this.#options.json
+      ? JSON.stringify(decision).replace(CONTROL, escapeControl)
+      : line(decision);
+    process.stdout.write(`${text}\n`);
   }
 
   /**
@@ -332,13 +348,27 @@ class Watcher {
       ORDER BY r.id`;
   }
 
-  /** A query that a stop waits for no longer than `STOP_MS`; it then resolves no rows. */
+  /**
+   * A query that a stop cancels on the server (one waiting for a lock would otherwise go on
+   * until `--timeout`) and waits for no longer than `STOP_MS`; it then resolves no rows.
+   */
   async #query<T>(text: string, values: unknown[]): Promise<{ rows: T[] }> {
-    const query = this.#pool.query(text, values) as Promise<{ rows: T[] }>;
-    query.catch(() => {}); // when the stop wins the race, nobody else awaits it
+    const client = await this.#pool.connect();
+    const query = client.query(text, values) as Promise<{ rows: T[] }>;
+    let settled = false;
+    query.then(
+      () => (settled = true),
+      () => (settled = true), // when the stop wins the race, nobody else awaits it
+    );
     let onAbort = () => {};
     const stopped = new Promise<{ rows: T[] }>((resolve) => {
-      onAbort = () => setTimeout(resolve, STOP_MS, { rows: [] }).unref();
+      onAbort = () => {
+        const pid = (client as { processID?: unknown }).processID;
+        if (!settled && typeof pid === 'number') {
+          this.#pool.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => {});
+        }
+        setTimeout(resolve, STOP_MS, { rows: [] }).unref();
+      };
     });
     if (this.#signal.aborted) onAbort();
     else this.#signal.addEventListener('abort', onAbort, { once: true });
@@ -346,19 +376,45 @@ class Watcher {
       return await Promise.race([query, stopped]);
     } finally {
       this.#signal.removeEventListener('abort', onAbort);
+      client.release(settled ? undefined : true); // a connection still busy is closed
     }
   }
 }
 
-/** The one method of a `pg` pool the watch uses. */
+/** What the watch uses of a `pg` pool. */
 interface Queryable {
   query(text: string, values: unknown[]): Promise<unknown>;
+  connect(): Promise<{
+    query(text: string, values: unknown[]): Promise<unknown>;
+    release(destroy?: boolean): void;
+  }>;
+}
+
+/** The log's ids past this are refused: a number no longer counts them one by one. */
+class UnsafeIdError extends Error {}
+
+function idOf(text: string): number {
+  const id = Number(text);
+  if (!Number.isSafeInteger(id)) {
+    throw new UnsafeIdError(
+      `the decision log has an id past 2^53 - 1 (${text}), which watch cannot follow`,
+    );
+  }
+  return id;
+}
+
+/** A time column as ISO 8601; `infinity` and `-infinity` as PostgreSQL writes them. */
+function isoOf(value: Date | number | string): string {
+  if (value instanceof Date && Number.isFinite(value.getTime())) return value.toISOString();
+  if (value === Number.POSITIVE_INFINITY) return 'infinity';
+  if (value === Number.NEGATIVE_INFINITY) return '-infinity';
+  return String(value);
 }
 
 function toDecision(id: number, row: PolledRow): WatchedDecision {
   const decision: WatchedDecision = {
     id,
-    at: row.at.toISOString(),
+    at: isoOf(row.at),
     decision: row.decision!,
     namespace: row.namespace,
     writer: row.writer,
@@ -368,7 +424,7 @@ function toDecision(id: number, row: PolledRow): WatchedDecision {
   if (row.key !== null) decision.key = row.key;
   if (row.source !== null) decision.source = row.source;
   if (row.subject !== null) decision.subject = row.subject;
-  if (row.occurred_at !== null) decision.occurredAt = row.occurred_at.toISOString();
+  if (row.occurred_at !== null) decision.occurredAt = isoOf(row.occurred_at);
   if (row.reason !== null) decision.reason = row.reason;
   if (row.error !== null) decision.error = row.error;
   if (row.duration_ms !== null) decision.durationMs = Number(row.duration_ms);
@@ -389,10 +445,10 @@ function line(decision: WatchedDecision): string {
   if (decision.reason !== undefined) details.push(decision.reason);
   if (decision.error !== undefined) details.push(decision.error);
   if (decision.durationMs !== undefined) details.push(`${decision.durationMs} ms`);
-  if (decision.fingerprints !== undefined) {
-    const { stored, received } = decision.fingerprints;
-    details.push(`stored ${stored}, received ${received}`);
-  }
+  const fingerprints = decision.fingerprints as { stored?: unknown; received?: unknown };
+  if (typeof fingerprints === 'object' && fingerprints !== null) {
+    details.push(`stored ${fingerprints.stored}, received ${fingerprints.received}`);
+  } else if (fingerprints !== undefined) details.push(JSON.stringify(fingerprints));
   return [
     decision.at,
     decision.decision.padEnd(DECISION_WIDTH),
@@ -405,16 +461,25 @@ function line(decision: WatchedDecision): string {
     .replace(CONTROL, escapeControl);
 }
 
-/** C0 and C1 control characters, DEL included: what a terminal may act on. */
-const CONTROL = /\p{Cc}/gu;
+/**
+ * C0 and C1 control characters, DEL included (what a terminal may act on), format characters
+ * (bidirectional overrides, which reorder what is shown) and the line and paragraph separators.
+ */
+const CONTROL = /[\p{Cc}\p{Cf}\u2028\u2029]/gu;
 
 function escapeControl(character: string): string {
   const names: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
-  return names[character] ?? `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`;
+  const hex = (unit: number) => `\\u${unit.toString(16).padStart(4, '0')}`;
+  // A character past U+FFFF (a tag character) is two UTF-16 units: both escaped.
+  return (
+    names[character] ??
+    [...Array(character.length).keys()].map((i) => hex(character.charCodeAt(i))).join('')
+  );
 }
 
 /** Whether a failed poll may pass when tried again: anything but a mistake in what is asked. */
 function transient(error: unknown): boolean {
+  if (error instanceof UnsafeIdError) return false;
   const code = (error as { code?: unknown } | null)?.code;
   // Class 42: syntax error or access rule violation (no table, no column, no privilege).
   return !(typeof code === 'string' && code.startsWith('42'));
@@ -422,6 +487,7 @@ function transient(error: unknown): boolean {
 
 /** A failed query as the watch reports it: a missing table says how to create it. */
 function explain(error: unknown, table: string): Error {
+  if (error instanceof UnsafeIdError) return error;
   const code = (error as { code?: unknown } | null)?.code;
   if (code === '42P01') {
     return new Error(

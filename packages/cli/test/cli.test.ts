@@ -568,6 +568,159 @@ describe('hookgate watch', () => {
     expect(stopped.stderr).not.toMatch(/no longer waiting/);
   });
 
+  it('prints a retried batch whose insert held its id while it waited on the first attempt, which rolled back', async () => {
+    const namespace = ns('watch-retry');
+    const watcher = watch([
+      '--json',
+      '--since-id',
+      await lastId(),
+      '--namespace',
+      namespace,
+      '--interval',
+      '50',
+    ]);
+    await watcher.until(() => watcher.stderr().includes('watching'));
+    const writer = randomUUID();
+    // PostgresAuditLog's insert: a retry of a batch skips the rows its first attempt wrote.
+    const attempt = (client: pg.PoolClient | pg.Pool, key: string, as = writer) =>
+      client.query(
+        `INSERT INTO "${LOG}" (writer, seq, at, decision, namespace, key)
+         VALUES ($1, 1, now(), 'new', $2, $3) ON CONFLICT (writer, seq) DO NOTHING`,
+        [as, namespace, key],
+      );
+    const [first, retry] = [await pool.connect(), await pool.connect()];
+    try {
+      await first.query('BEGIN');
+      await attempt(first, 'evt:first-attempt');
+      await retry.query('BEGIN');
+      // Takes its id, then waits on the first attempt's row, with no xid of its own yet.
+      const retried = attempt(retry, 'evt:retried');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await attempt(pool, 'evt:other', randomUUID());
+      await watcher.until(() => watcher.lines().length >= 1);
+      await new Promise((resolve) => setTimeout(resolve, 300)); // polls go past both ids
+      await first.query('ROLLBACK');
+      await retried;
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await retry.query('COMMIT');
+    } finally {
+      first.release();
+      retry.release();
+    }
+    await watcher.until(() => watcher.lines().length >= 2);
+    expect(printed(watcher).map(({ key }) => key)).toEqual(['evt:other', 'evt:retried']);
+    expect((await watcher.stop('SIGINT')).code).toBe(0);
+  });
+
+  it('a time PostgreSQL holds as infinity is printed as such, and the rows after it too', async () => {
+    const namespace = ns('watch-infinity');
+    const since = await lastId();
+    for (const at of ['now()', "'infinity'", 'now()']) {
+      await pool.query(
+        `INSERT INTO "${LOG}" (writer, seq, at, decision, namespace, key)
+         VALUES (gen_random_uuid(), 1, ${at}, 'new', $1, 'evt:x')`,
+        [namespace],
+      );
+    }
+    for (const format of [['--json'], []]) {
+      const watcher = watch([...format, '--since-id', since, '--namespace', namespace]);
+      await watcher.until(() => watcher.lines().length >= 3);
+      const stopped = await watcher.stop('SIGINT');
+      expect(stopped.code).toBe(0);
+      expect(stopped.stderr).not.toMatch(/failed/);
+      const times = watcher
+        .lines()
+        .map((line) => (format.length > 0 ? JSON.parse(line).at : line.split('  ')[0]));
+      expect(times[1]).toBe('infinity');
+      expect(times[0]).toMatch(/^\d{4}-\d\d-\d\dT/);
+    }
+  });
+
+  it('a log whose ids pass 2^53 - 1 is exit 1, not a loop', async () => {
+    const table = `hookgate_cli_bigids_${run}`;
+    const big = new PostgresAuditLog(pool, { table });
+    await big.setup();
+    try {
+      await pool.query(`ALTER TABLE "${table}" ALTER COLUMN id RESTART WITH 9007199254740995`);
+      await pool.query(
+        `INSERT INTO "${table}" (writer, seq, at, decision, namespace) VALUES (gen_random_uuid(), 1, now(), 'new', 'x')`,
+      );
+      for (const start of [[], ['--from-start']]) {
+        const failed = await hookgate(
+          ['watch', '--postgres', POSTGRES_URL, '--table', table, ...start],
+          { killAfterMs: 20_000 },
+        );
+        expect(failed.code).toBe(1);
+        expect(failed.stderr).toMatch(/an id past 2\^53 - 1 \(9007199254740995\)/);
+      }
+    } finally {
+      await big.close();
+      await pool.query(`DROP TABLE IF EXISTS "${table}"`);
+    }
+  });
+
+  it('Ctrl-C while a poll waits for a lock cancels it on the server, and exits 0', async () => {
+    const table = `hookgate_cli_locked_${run}`;
+    const locked = new PostgresAuditLog(pool, { table });
+    await locked.setup();
+    const holder = await pool.connect();
+    try {
+      const watcher = watch(['--table', table, '--timeout', '60000']);
+      await watcher.until(() => watcher.stderr().includes('watching'));
+      await holder.query('BEGIN');
+      await holder.query(`LOCK TABLE "${table}" IN ACCESS EXCLUSIVE MODE`);
+      const waiting = async () =>
+        Number(
+          (
+            await pool.query(
+              `SELECT count(*) AS n FROM pg_stat_activity
+               WHERE application_name = 'hookgate-cli' AND state = 'active' AND query LIKE $1`,
+              [`%${table}%`],
+            )
+          ).rows[0].n,
+        );
+      for (let i = 0; (await waiting()) === 0; i++) {
+        expect(i).toBeLessThan(100);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect((await watcher.stop('SIGINT')).code).toBe(0);
+      expect(await waiting()).toBe(0);
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+      await locked.close();
+      await pool.query(`DROP TABLE IF EXISTS "${table}"`);
+    }
+  });
+
+  it('Ctrl-C while connecting to a server that does not answer exits 0 at once', async () => {
+    const sockets: Socket[] = [];
+    const silent = createServer((socket) => sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as { port: number };
+    try {
+      const watcher = hookgateRunning([
+        'watch',
+        '--postgres',
+        `postgres://postgres@127.0.0.1:${port}/test`,
+        '--timeout',
+        '30000',
+      ]);
+      started.push(watcher);
+      for (let i = 0; sockets.length === 0; i++) {
+        expect(i).toBeLessThan(200);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const sent = Date.now();
+      const stopped = await watcher.stop('SIGINT');
+      expect(stopped.code).toBe(0);
+      expect(Date.now() - sent).toBeLessThan(5_000);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      silent.close();
+    }
+  });
+
   it('a decision log table that does not exist is exit 1, naming PostgresAuditLog.setup()', async () => {
     const table = `hookgate_cli_nolog_${run}`;
     for (const start of [[], ['--from-start']]) {
