@@ -137,6 +137,10 @@ async function plugin(instance: FastifyInstance, options: HookgateOptions): Prom
   // handler that resolves without calling reply.send(): the handler's end is then the only sign
   // it is done. A handler that answers later through reply.send() is seen on the wire instead.
   instance.addHook('onRoute', (route) => {
+    if ((route.schema as { body?: unknown } | undefined)?.body !== undefined) {
+      // Fastify would validate the bytes against it and answer 400 to every delivery.
+      throw createError('@hookgate/fastify', 'INVALID_OPTIONS', BODY_SCHEMA(route.url));
+    }
     const handler = route.handler;
     route.handler = function hookgateHandler(this: FastifyInstance, request, reply) {
       const wire = (request as Watched)[WIRE];
@@ -196,6 +200,9 @@ const NO_REASON = '@hookgate/fastify: claiming the delivery failed without an er
 const TWICE =
   'the plugin is already registered in this scope or an enclosing one (or request.webhook is decorated by another plugin): ' +
   'register it once per webhook scope';
+
+const BODY_SCHEMA = (url: string) =>
+  `the webhook route ${url} declares schema.body, which Fastify would check against the raw bytes (a 400 to every delivery): check request.webhook.payload in the handler instead`;
 
 const GONE =
   'another content-type parser consumed the request body and kept no raw bytes for hookgate. ' +

@@ -133,6 +133,21 @@ for (const [name, fastify] of majors) {
       expect(await bare.json()).toEqual({ id: 'evt_bin' });
     });
 
+    it('refuses a webhook route with a body schema when the app starts (Fastify would check it against the bytes)', async () => {
+      await expect(
+        start((app) =>
+          app.register(async (scope) => {
+            await scope.register(hookgate, { gate: gateWith(), verify: false });
+            scope.post(
+              '/webhook',
+              { schema: { body: { type: 'object', required: ['id'] } } },
+              async () => ({ ok: true }),
+            );
+          }),
+        ),
+      ).rejects.toThrow(/webhook route \/webhook declares schema\.body/);
+    });
+
     it('refuses a second registration in the same scope or a nested one, when the app starts', async () => {
       const gate = gateWith();
       const twice = fastify();

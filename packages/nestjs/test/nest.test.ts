@@ -206,6 +206,27 @@ for (const platform of PLATFORMS) {
       expect(handled).toEqual([{ id }]);
     });
 
+    it('a content type no parser takes (octet-stream): its bytes on Express; on Fastify, its 415 and nothing claimed', async () => {
+      const body = JSON.stringify({ id });
+      const res = await fetch(`${url}/webhooks/partner`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/octet-stream',
+          'x-signature': sign(body),
+          'x-partner': 'acme',
+        },
+        body,
+      });
+      if (platform === 'express') {
+        expect(res.status).toBe(204);
+        expect(handled).toEqual([{ id }]);
+      } else {
+        expect(res.status).toBe(415);
+        expect(handled).toEqual([]);
+        expect(kinds()).toEqual([]);
+      }
+    });
+
     it("a handler's Observable that Nest tears down as the client goes away releases the claim", async () => {
       const client = new AbortController();
       const first = deliver('/webhooks/observable', { id }, {}, client.signal).catch((e) => e);
@@ -289,7 +310,7 @@ for (const platform of PLATFORMS) {
   });
 
   describe(`Nest on ${platform}, created without rawBody: true`, () => {
-    it('every delivery answers 500 with an error that names the fix, and nothing is claimed', async () => {
+    it('every JSON delivery answers 500 with an error that names the fix, and nothing is claimed', async () => {
       const app = await createApp(platform, AppModule, { rawBody: false });
       try {
         const { url } = await serve(app);
