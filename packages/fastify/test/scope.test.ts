@@ -7,7 +7,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { hookgate } from '../src/index.js';
 
 /** Either major's factory, as the tests use it (their instances differ only in types). */
-type Factory = (options?: { forceCloseConnections?: boolean }) => FastifyInstance;
+type Factory = (options?: {
+  forceCloseConnections?: boolean;
+  bodyLimit?: number;
+}) => FastifyInstance;
 const majors = [
   ['fastify 4', fastify4 as unknown as Factory],
   ['fastify 5', fastify5 as unknown as Factory],
@@ -35,8 +38,11 @@ for (const [name, fastify] of majors) {
     let url: string;
     afterEach(() => app.close());
 
-    async function start(build: (app: FastifyInstance) => unknown): Promise<void> {
-      app = fastify({ forceCloseConnections: true });
+    async function start(
+      build: (app: FastifyInstance) => unknown,
+      options: { bodyLimit?: number } = {},
+    ): Promise<void> {
+      app = fastify({ forceCloseConnections: true, ...options });
       await build(app);
       await app.listen({ port: 0, host: '127.0.0.1' });
       const address = app.server.address();
@@ -146,6 +152,36 @@ for (const [name, fastify] of majors) {
           }),
         ),
       ).rejects.toThrow(/webhook route \/webhook declares schema\.body/);
+    });
+
+    it('guards every method of its scope: a GET or HEAD is 401 (a GET 400 with verify: false)', async () => {
+      for (const verify of [() => false, false] as const) {
+        await start((app) =>
+          app.register(async (scope) => {
+            await scope.register(hookgate, { gate: gateWith(), verify });
+            scope.get('/webhook', async () => ({ ok: true }));
+          }),
+        );
+        expect((await fetch(`${url}/webhook`)).status).toBe(verify === false ? 400 : 401);
+        if (verify !== false) {
+          expect((await fetch(`${url}/webhook`, { method: 'HEAD' })).status).toBe(401);
+        }
+        await app.close();
+      }
+    });
+
+    it("Fastify's bodyLimit does not apply in the scope: the plugin's limit does", async () => {
+      await start(
+        (app) =>
+          app.register(async (scope) => {
+            await scope.register(hookgate, { gate: gateWith(), verify: false, limit: 1_000 });
+            scope.post('/webhook', async () => ({ ok: true }));
+          }),
+        { bodyLimit: 100 },
+      );
+      const pad = (n: number) => json({ id: `evt_${n}`, pad: 'x'.repeat(n) });
+      expect((await fetch(`${url}/webhook`, pad(500))).status).toBe(200);
+      expect((await fetch(`${url}/webhook`, pad(2_000))).status).toBe(413);
     });
 
     it('refuses a second registration in the same scope or a nested one, when the app starts', async () => {

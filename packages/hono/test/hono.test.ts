@@ -77,3 +77,28 @@ describe('the body after hookgate()', () => {
     expect(await res.json()).toEqual({ json: { id: 'evt_1' }, text: body });
   });
 });
+
+describe("Hono's default error handler (no app.onError)", () => {
+  it('a handler that throws is answered 500 and its claim released: the retry runs', async () => {
+    const decisions: string[] = [];
+    const gate = createGate({
+      store: new MemoryStore(),
+      eventId: 'id',
+      onDecision: (event) => decisions.push(event.decision),
+    });
+    let runs = 0;
+    const app = new Hono().post('/webhook', hookgate({ gate, verify: false }), (c) => {
+      runs++;
+      if (runs === 1) throw new Error('declined');
+      if (runs === 2) throw 'not an Error'; // Hono passes it on: the server answers 500
+      return c.json({ ok: true });
+    });
+    const post = () => app.request('/webhook', { method: 'POST', body: '{"id":"evt_1"}' });
+    expect((await post()).status).toBe(500);
+    await expect(post()).rejects.toBe('not an Error');
+    expect((await post()).status).toBe(200);
+    expect((await post()).status).toBe(200); // a duplicate
+    expect(runs).toBe(3);
+    expect(decisions).toEqual(['new', 'released', 'new', 'released', 'new', 'done', 'duplicate']);
+  });
+});

@@ -211,6 +211,27 @@ export function answers({ start, makeServer, parsedBody }: SuiteContext): void {
     expect(h.handled).toHaveLength(1);
   });
 
+  it("with fingerprint on, another body answers 422 also with inFlight: 'ack', while the first runs and after", async () => {
+    // Acknowledged, a body that is not the event's would be lost: never 'ack'ed.
+    const h = await start({ gate: { fingerprint: true }, binding: { inFlight: 'ack' } });
+    const hold = latch();
+    h.behaviour = async () => {
+      await hold.wait();
+      return { status: 200, body: { status: 'processed' } };
+    };
+    const first = h.post({ id: 'evt_1', amount: 10 });
+    await h.waitFor('new');
+    expect((await h.post({ id: 'evt_1', amount: 99 })).status).toBe(422);
+    hold.open();
+    expect((await first).status).toBe(200);
+    await h.waitFor('done');
+    const after = await h.post({ id: 'evt_1', amount: 99 });
+    expect(after.status).toBe(422);
+    expect(await after.json()).toEqual({ status: 'conflict' });
+    expect(h.count('conflict')).toBe(2);
+    expect(h.handled).toHaveLength(1);
+  });
+
   it('an unavailable store answers 503 with Retry-After, runs nothing and leaks no detail', async () => {
     const h = await start();
     h.store.down.add('claim');
