@@ -186,6 +186,8 @@ class Watcher {
     // Also a check that the table is there, before saying that it is watched.
     const end = await this.#end();
     this.#last = sinceId ?? end;
+    // From now on: the rows below the newest whose transactions are still open count too.
+    if (sinceId === undefined) await this.#seedGaps(end);
     if (this.#signal.aborted) return;
     const from =
       sinceId === undefined
@@ -229,6 +231,29 @@ class Watcher {
     } catch (error) {
       if (this.#signal.aborted) return 0;
       throw explain(error, this.#options.table);
+    }
+  }
+
+  /**
+   * Watch, as skipped, the ids among the newest `MAX_GAPS` up to `end` that no committed row
+   * holds: a transaction open as the watch starts may still commit one of them.
+   */
+  async #seedGaps(end: number): Promise<void> {
+    const from = Math.max(0, end - MAX_GAPS);
+    let rows: { id: string }[];
+    try {
+      ({ rows } = await this.#query<{ id: string }>(
+        `SELECT id::text AS id FROM ${this.#quoted} WHERE id > $1::bigint`,
+        [String(from)],
+      ));
+    } catch (error) {
+      if (this.#signal.aborted) return;
+      throw explain(error, this.#options.table);
+    }
+    const present = new Set(rows.map((row) => idOf(row.id)));
+    const seenAt = performance.now();
+    for (let id = from + 1; id < end; id++) {
+      if (!present.has(id)) this.#gaps.set(id, { seenAt });
     }
   }
 

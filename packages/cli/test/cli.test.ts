@@ -535,6 +535,29 @@ describe('hookgate watch', () => {
     expect(stopped.stderr).not.toMatch(/no longer waiting/);
   });
 
+  it('without --since-id, a row whose transaction was open as the watch started is printed when it commits', async () => {
+    const namespace = ns('watch-open');
+    const slow = await pool.connect();
+    try {
+      await slow.query('BEGIN');
+      await insert(slow, namespace, 'evt:open');
+      await insert(pool, namespace, 'evt:before'); // a newer id, committed: the watch starts there
+      const watcher = watch(['--json', '--namespace', namespace, '--interval', '50']);
+      await watcher.until(() => watcher.stderr().includes('watching'));
+      await slow.query('COMMIT');
+      await insert(pool, namespace, 'evt:after');
+      await watcher.until(() => watcher.lines().length >= 2);
+      expect(
+        printed(watcher)
+          .map(({ key }) => key)
+          .sort(),
+      ).toEqual(['evt:after', 'evt:open']);
+      expect((await watcher.stop('SIGINT')).code).toBe(0);
+    } finally {
+      slow.release();
+    }
+  });
+
   it('an id whose transaction rolled back does not hold back the rows after it', async () => {
     const namespace = ns('watch-rollback');
     const watcher = watch([
