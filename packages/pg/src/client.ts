@@ -98,11 +98,16 @@ export function checkClient(owner: string, client: unknown, needsConnect: boolea
       'must be a node-postgres Pool or Client (with query(text, values))',
     );
   }
-  if (needsConnect && typeof shaped.connect !== 'function') {
+  // A `pg` `Client` has a `connect()` too, which connects it once: a transaction would take
+  // it for a pool's and fail on every delivery. Its connection parameters tell it apart.
+  if (
+    needsConnect &&
+    (typeof shaped.connect !== 'function' || 'connectionParameters' in (shaped as object))
+  ) {
     throw optionError(
       owner,
       'pool',
-      'must be a node-postgres Pool (with connect()), for transactions',
+      'must be a node-postgres Pool (with connect()), for transactions, not a Client',
     );
   }
 }

@@ -1,8 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { createGate, type Gate, HookgateError, LeaseLostError } from '@hookgate/core';
-import type pg from 'pg';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type PgPool, type PgQueryConfig, type PgResult, PostgresStore } from '../src/index.js';
+import {
+  type PgPool,
+  type PgQueryConfig,
+  type PgResult,
+  PostgresLedger,
+  PostgresStore,
+} from '../src/index.js';
 import { creates, documentedSql, drop, overtaken, pool, setupCreates, uniqueTable } from './db.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -73,6 +79,21 @@ describe('PostgresStore', () => {
     expect(() => new PostgresStore({} as never)).toThrow(/`client`/);
     const queryOnly = { query: shared.query.bind(shared) } as never;
     expect(() => new PostgresStore(queryOnly).transaction(async () => 1)).toThrow(/`pool`/);
+  });
+
+  it('works on a pg Client, whose transaction is refused when it is wrapped (a Client is one connection)', async () => {
+    const client = new pg.Client({ connectionString: 'postgres://postgres@127.0.0.1:5432/test' });
+    await client.connect();
+    try {
+      const store = new PostgresStore(client, { table });
+      const gate = createGate({ store, eventId: 'id', namespace: `client-${randomUUID()}` });
+      expect((await gate.run({ payload: { id: 'evt_1' } }, () => 1)).status).toBe('processed');
+      expect(() => store.transaction(async () => 1)).toThrow(HookgateError);
+      expect(() => store.transaction(async () => 1)).toThrow(/`pool`.*not a Client/);
+      expect(() => new PostgresLedger(client as never)).toThrow(/not a Client/);
+    } finally {
+      await client.end();
+    }
   });
 
   it('of 50 concurrent claims over 50 connections, exactly one acquires', async () => {
