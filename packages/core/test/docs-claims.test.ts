@@ -2,6 +2,7 @@
  * Claims made by docs/options.md and docs/troubleshooting.md that no other test shows. Each
  * test names the page's claim it holds up.
  */
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../memory/src/index.js';
 import {
@@ -11,6 +12,7 @@ import {
   type GateOptions,
   HookgateError,
   InvalidDeliveryError,
+  providers,
   StoreUnavailableError,
 } from '../src/index.js';
 
@@ -195,3 +197,18 @@ describe('troubleshooting.md', () => {
 
 // options.md's Express 4 safety section: packages/express/test/async-handlers.test.ts runs both
 // majors in a child process.
+
+describe("presets.md: the built-in presets' table", () => {
+  it("gives each preset's doneTtlMs as the preset has it, and lists every preset", () => {
+    const page = readFileSync(new URL('../../../docs/presets.md', import.meta.url), 'utf8');
+    const rows = [...page.matchAll(/^\| `providers\.(\w+)`.*\| (\d+) h\s+\|$/gm)];
+    const listed = Object.fromEntries(rows.map(([, name, hours]) => [name, Number(hours)]));
+    const actual = Object.fromEntries(
+      Object.entries(providers).map(([name, preset]) => [
+        name,
+        (preset as { doneTtlMs?: number }).doneTtlMs! / 3_600_000,
+      ]),
+    );
+    expect(listed).toEqual(actual);
+  });
+});
