@@ -34,6 +34,15 @@ const OPERATIONS = [
   'extendHold',
 ] as const satisfies readonly (keyof ClaimStore)[];
 
+const EXPIRED_TWICE_THEN_NEWER: Step[] = [
+  { kind: 'deliver', event: 1, handler: 'hang', ms: 0 },
+  { kind: 'tick', ms: 1_000 },
+  { kind: 'deliver', event: 1, handler: 'hang', ms: 0 },
+  { kind: 'tick', ms: 1_000 },
+  { kind: 'deliver', event: 2, handler: 'hang', ms: 0 },
+  { kind: 'unhang', index: 2 },
+];
+
 type Step =
   | { kind: 'deliver'; event: number; handler: 'ok' | 'fail' | 'hang'; ms: number }
   | { kind: 'tick'; ms: number }
@@ -162,7 +171,12 @@ describe('the gate against a model', () => {
         fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 40 }), async (steps) => {
           await runScript(steps, options, atOnce);
         }),
-        { numRuns: 200 },
+        {
+          numRuns: 200,
+          // Found by a CI run: two hanging handlers of one key, ending in one turn after a
+          // newer event of the subject applied (the harness's own probe once took the key).
+          examples: [[EXPIRED_TWICE_THEN_NEWER]],
+        },
       );
     });
   }
@@ -274,12 +288,8 @@ async function runScript(
 
 /** Whether `key` holds `p:<token>` right now, read without changing anything. */
 async function stillProcessing(store: Instrumented, key: string, token: string): Promise<boolean> {
-  // A claim re-sent with the owner's token is acquired and left as it is (the contract).
-  const probe = `probe-${token}`;
-  const state = await store.inner.claim(key, probe, 1);
-  if (state === 'acquired') {
-    await store.inner.release(key, probe);
-    return false;
-  }
-  return state === 'processing' && (await store.inner.claim(key, token, 1)) === 'acquired';
+  // `inspect`, not a probe claim: two handlers ending in one turn probed each other's key, and
+  // a probe claim with the owner's token then took a key that had expired.
+  const record = await store.inner.inspect(key);
+  return record.kind === 'processing' && record.token === token;
 }
