@@ -150,6 +150,28 @@ describe('PostgresStore', () => {
       await drop(shared, sweepTable);
     }
   });
+
+  it('sweep skips an expired row another transaction holds, without waiting, and takes it later', async () => {
+    const sweepTable = uniqueTable();
+    const own = new PostgresStore(shared, { table: sweepTable, timeoutMs: 5_000 });
+    await own.setup();
+    const holder = await shared.connect();
+    try {
+      await own.claim('k:held', randomUUID(), 1);
+      await own.claim('k:free', randomUUID(), 1);
+      await sleep(20);
+      await holder.query('BEGIN');
+      await holder.query(`SELECT 1 FROM "${sweepTable}" WHERE key = 'k:held' FOR UPDATE`);
+      const started = performance.now();
+      expect(await own.sweep()).toBe(1);
+      expect(performance.now() - started).toBeLessThan(2_500); // not the 5 s deadline
+      await holder.query('ROLLBACK');
+      expect(await own.sweep()).toBe(1);
+    } finally {
+      holder.release();
+      await drop(shared, sweepTable);
+    }
+  });
 });
 
 /** The store over `shared`, counting the statements each side sends. */
