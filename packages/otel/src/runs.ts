@@ -40,7 +40,9 @@ export function noteOnRun(event: DecisionEvent): void {
   const active = trace.getActiveSpan();
   if (active === undefined) return;
   const run = runs.get(active);
-  if (run === undefined) return;
+  // A done retried in the background after the run ended (its store failed twice) runs in the
+  // run's context: its span has ended, and takes nothing more.
+  if (run === undefined || !run.span.isRecording()) return;
   if (run.decision === undefined && ADMISSIONS.has(event.decision)) {
     run.decision = event.decision;
     if (event.provider !== undefined) run.provider = event.provider;

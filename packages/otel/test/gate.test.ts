@@ -11,7 +11,7 @@ import {
 } from '@hookgate/core';
 import { IoRedisStore } from '@hookgate/ioredis';
 import { MemoryStore } from '@hookgate/memory';
-import { SpanStatusCode, trace } from '@opentelemetry/api';
+import { DiagLogLevel, diag, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -208,6 +208,49 @@ async function closedPort(): Promise<number> {
   await new Promise((resolve) => server.close(resolve));
   return port;
 }
+
+describe('a done retried in the background after the run ended', () => {
+  it('is counted, and notes nothing on the ended run span (no SDK warning)', async () => {
+    const warnings: string[] = [];
+    diag.setLogger(
+      {
+        error: (message) => warnings.push(message),
+        warn: (message) => warnings.push(message),
+        info: () => {},
+        debug: () => {},
+        verbose: () => {},
+      },
+      DiagLogLevel.WARN,
+    );
+    try {
+      const t = telemetry();
+      const store = new MemoryStore();
+      const realDone = store.done.bind(store);
+      let failures = 2; // both inline attempts; the background one lands
+      store.done = (...args) =>
+        failures-- > 0 ? Promise.reject(new Error('ECONNRESET')) : realDone(...args);
+      const { gate, namespace } = gateOf(t, store);
+      expect((await gate.run({ payload: { id: nextId() } }, () => 'ok')).status).toBe('processed');
+      const run = only(t.named('hookgate.run'));
+      await new Promise((resolve) => setTimeout(resolve, 400)); // the background retry
+      expect(
+        await count(t, 'hookgate.decisions', {
+          'hookgate.decision': 'done',
+          'hookgate.namespace': namespace,
+          'hookgate.provider': 'stripe',
+          'hookgate.source': 'event-id',
+        }),
+      ).toBe(1);
+      expect(warnings.filter((w) => /ended Span/i.test(w))).toEqual([]);
+      expect(run.events.map((event) => event.attributes?.['hookgate.decision'])).toEqual([
+        'new',
+        'store-unavailable',
+      ]);
+    } finally {
+      diag.disable();
+    }
+  });
+});
 
 describe('a store that is down', () => {
   it('is recorded: store-unavailable counted, the claim timed as an error, the run span in error', async () => {

@@ -126,15 +126,16 @@ export class RedisCluster {
    * MIGRATING on the source, its keys moved in batches by `MIGRATE`, then the slot assigned to
    * the target on every master. While it moves, the source answers `-ASK` for keys it no longer
    * has. `pauseMs` waits between the batches (a slow migration, for a storm to run into).
+   * @returns whether it moved: `false` when `target` already served the slot
    */
-  async moveSlot(slot: number, target: RedisServer, pauseMs = 0): Promise<void> {
+  async moveSlot(slot: number, target: RedisServer, pauseMs = 0): Promise<boolean> {
     const topology = await this.topology();
     const owner = topology.find(
       (node) =>
         node.role === 'master' && node.slots.some(([from, to]) => from <= slot && slot <= to),
     );
     if (owner === undefined) throw new Error(`redis-harness: no master serves slot ${slot}`);
-    if (owner.port === target.port) return;
+    if (owner.port === target.port) return false;
     const source = this.server(owner.port);
     const idOf = (server: RedisServer) => topology.find((node) => node.port === server.port)!.id;
     await target.command('CLUSTER', 'SETSLOT', slot, 'IMPORTING', idOf(source));
@@ -148,6 +149,7 @@ export class RedisCluster {
     for (const node of topology.filter((entry) => entry.role === 'master')) {
       await this.server(node.port).command('CLUSTER', 'SETSLOT', slot, 'NODE', idOf(target));
     }
+    return true;
   }
 
   /** `{ host, port }` of every node, for a cluster client's startup nodes. */
