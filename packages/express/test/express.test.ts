@@ -1,3 +1,7 @@
+import { once } from 'node:events';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createGate } from '@hookgate/core';
 import {
   AFTER_ANSWER,
   httpBindingSuite,
@@ -6,9 +10,11 @@ import {
   type ServerSetup,
   UNANSWERED,
 } from '@hookgate/http-conformance';
+import { MemoryStore } from '@hookgate/memory';
 import type { ErrorRequestHandler } from 'express';
 import express4 from 'express4';
 import express5 from 'express5';
+import { describe, expect, it, vi } from 'vitest';
 import { hookgate, keepRawBody } from '../src/index.js';
 
 function server(express: typeof express5) {
@@ -39,3 +45,52 @@ function server(express: typeof express5) {
 httpBindingSuite('express 4', server(express4));
 httpBindingSuite('express 5', server(express5));
 httpBindingSuite('express 5 on ioredis', server(express5), { store: onRedis() });
+
+describe.each([
+  ['express 4', express4],
+  ['express 5', express5],
+] as const)('%s: a 2xx cut off by a failure after its status went out', (_name, express) => {
+  it('is settled on that status: done, and the redelivery is a duplicate', async () => {
+    const decisions: string[] = [];
+    const gate = createGate({
+      store: new MemoryStore(),
+      eventId: 'id',
+      onDecision: (event) => decisions.push(event.decision),
+    });
+    let runs = 0;
+    const app = express();
+    app.post('/webhook', hookgate({ gate, verify: false }), (_req, res, next) => {
+      runs++;
+      res.status(200);
+      res.write('partial');
+      next(new Error('failed halfway')); // Express's final handler destroys the socket
+    });
+    const server = createServer(app).listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const { port } = server.address() as AddressInfo;
+    const post = () =>
+      new Promise<number | 'cut off'>((resolve) => {
+        const req = request(
+          { host: '127.0.0.1', port, path: '/webhook', method: 'POST' },
+          (res) => {
+            res.on('data', () => {});
+            res.on('end', () => resolve(res.statusCode!));
+            res.on('error', () => resolve('cut off'));
+            res.on('aborted', () => resolve('cut off'));
+          },
+        );
+        req.on('error', () => resolve('cut off'));
+        req.setHeader('content-type', 'application/json');
+        req.end('{"id":"evt_cut"}');
+      });
+    try {
+      await post();
+      await vi.waitFor(() => expect(decisions).toEqual(['new', 'done']));
+      expect(await post()).toBe(200);
+      expect(runs).toBe(1);
+      expect(decisions.at(-1)).toBe('duplicate');
+    } finally {
+      server.close();
+    }
+  });
+});
