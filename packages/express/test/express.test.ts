@@ -59,6 +59,7 @@ describe.each([
     });
     let runs = 0;
     const app = express();
+    app.set('env', 'test'); // Express's final handler logs the error otherwise
     app.post('/webhook', hookgate({ gate, verify: false }), (_req, res, next) => {
       runs++;
       res.status(200);
@@ -89,6 +90,42 @@ describe.each([
       expect(await post()).toBe(200);
       expect(runs).toBe(1);
       expect(decisions.at(-1)).toBe('duplicate');
+    } finally {
+      server.close();
+    }
+  });
+});
+
+describe('express 5: an async handler that rejects, not wrapped', () => {
+  it('is answered 500 by Express, which releases the claim: the retry runs', async () => {
+    const decisions: string[] = [];
+    const gate = createGate({
+      store: new MemoryStore(),
+      eventId: 'id',
+      onDecision: (event) => decisions.push(event.decision),
+    });
+    let runs = 0;
+    const app = express5();
+    app.set('env', 'test'); // Express's final handler logs the error otherwise
+    app.post('/webhook', hookgate({ gate, verify: false }), async (_req, res) => {
+      runs++;
+      if (runs === 1) throw new Error('declined');
+      res.sendStatus(204);
+    });
+    const server = createServer(app).listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const { port } = server.address() as AddressInfo;
+    const post = () =>
+      fetch(`http://127.0.0.1:${port}/webhook`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"id":"evt_async"}',
+      });
+    try {
+      expect((await post()).status).toBe(500);
+      await vi.waitFor(() => expect(decisions).toEqual(['new', 'released']));
+      expect((await post()).status).toBe(204);
+      expect(runs).toBe(2);
     } finally {
       server.close();
     }
