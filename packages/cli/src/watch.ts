@@ -375,33 +375,54 @@ class Watcher {
 
   /**
    * A query that a stop cancels on the server (one waiting for a lock would otherwise go on
-   * until `--timeout`) and waits for no longer than `STOP_MS`; it then resolves no rows.
+   * until `--timeout`) and waits for no longer than `STOP_MS`, also while it connects; it then
+   * resolves no rows.
    */
   async #query<T>(text: string, values: unknown[]): Promise<{ rows: T[] }> {
-    const client = await this.#pool.connect();
+    const connecting = this.#pool.connect();
+    const client = await this.#orStop(connecting);
+    if (client === undefined) {
+      connecting.then(
+        (late) => late.release(true),
+        () => {},
+      );
+      return { rows: [] };
+    }
     const query = client.query(text, values) as Promise<{ rows: T[] }>;
     let settled = false;
     query.then(
       () => (settled = true),
-      () => (settled = true), // when the stop wins the race, nobody else awaits it
+      () => (settled = true),
     );
+    const cancel = () => {
+      const pid = (client as { processID?: unknown }).processID;
+      if (!settled && typeof pid === 'number') {
+        this.#pool.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => {});
+      }
+    };
+    if (this.#signal.aborted) cancel();
+    else this.#signal.addEventListener('abort', cancel, { once: true });
+    try {
+      return (await this.#orStop(query)) ?? { rows: [] };
+    } finally {
+      this.#signal.removeEventListener('abort', cancel);
+      client.release(settled ? undefined : true); // a connection still busy is closed
+    }
+  }
+
+  /** `promise`, or `undefined` once the watch was told to stop `STOP_MS` ago. */
+  async #orStop<V>(promise: Promise<V>): Promise<V | undefined> {
+    promise.catch(() => {}); // when the stop wins the race, nobody else awaits it
     let onAbort = () => {};
-    const stopped = new Promise<{ rows: T[] }>((resolve) => {
-      onAbort = () => {
-        const pid = (client as { processID?: unknown }).processID;
-        if (!settled && typeof pid === 'number') {
-          this.#pool.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => {});
-        }
-        setTimeout(resolve, STOP_MS, { rows: [] }).unref();
-      };
+    const stopped = new Promise<undefined>((resolve) => {
+      onAbort = () => setTimeout(resolve, STOP_MS, undefined).unref();
     });
     if (this.#signal.aborted) onAbort();
     else this.#signal.addEventListener('abort', onAbort, { once: true });
     try {
-      return await Promise.race([query, stopped]);
+      return await Promise.race([promise, stopped]);
     } finally {
       this.#signal.removeEventListener('abort', onAbort);
-      client.release(settled ? undefined : true); // a connection still busy is closed
     }
   }
 }
