@@ -60,9 +60,8 @@ export interface WireWatch {
  * change what the provider got, so it does not change the settlement: a 2xx on the wire marks
  * the claim done, anything else fails it (release or retain, per `onFailure`).
  *
- * When the connection closes before the response ends, a status already written decides; before
- * any, the claim waits for the app to end the response anyway (an Express handler runs on), or
- * for {@link WireWatch.appDone}, whichever comes first.
+ * When the connection closes before the response ends, the claim waits for the app to end it
+ * anyway (an Express handler runs on), or for {@link WireWatch.appDone}, whichever comes first.
  * A handler that never answers leaves the claim to expire after `claimTtlMs` (or the
  * heartbeat's `maxMs`).
  */
@@ -94,9 +93,7 @@ export function settleOnWire(res: ServerResponse, claim: Claim): WireWatch {
   const onEnded = () => settle(sent ?? res.statusCode, done?.error);
   res.on('prefinish', onEnded);
   res.on('close', () => {
-    // Ended, or cut off after its status went out (a handler that wrote part of a 2xx, then
-    // failed, and Express destroyed the socket): the status on the wire decides.
-    if (res.writableEnded || sent !== undefined) onEnded();
+    if (res.writableEnded) onEnded();
     else {
       closed = true;
       if (done !== undefined) settle(done.status, done.error);
