@@ -6,7 +6,7 @@ import { IoRedisStore } from '@hookgate/ioredis';
 import { PostgresAuditLog, PostgresStore } from '@hookgate/pg';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { build, hookgate, hookgateOnTerminal, hookgateRunning, type Running } from './binary.js';
 
 // The shared servers; every key and table this file makes carries `run`, and is removed after.
@@ -390,6 +390,20 @@ describe('hookgate watch', () => {
   const lastId = async () =>
     (await pool.query(`SELECT coalesce(max(id), 0)::text AS id FROM "${LOG}"`)).rows[0]
       .id as string;
+  /** A `--json` watch of `namespace` from the last row on, polling every 50 ms, once it watches. */
+  const watchFromNow = async (namespace: string) => {
+    const watcher = watch([
+      '--json',
+      '--since-id',
+      await lastId(),
+      '--namespace',
+      namespace,
+      '--interval',
+      '50',
+    ]);
+    await watcher.until(() => watcher.stderr().includes('watching'));
+    return watcher;
+  };
 
   beforeAll(() => log.setup());
 
@@ -499,16 +513,7 @@ describe('hookgate watch', () => {
 
   it('prints a row whose transaction commits after a row with a higher id', async () => {
     const namespace = ns('watch-late');
-    const watcher = watch([
-      '--json',
-      '--since-id',
-      await lastId(),
-      '--namespace',
-      namespace,
-      '--interval',
-      '50',
-    ]);
-    await watcher.until(() => watcher.stderr().includes('watching'));
+    const watcher = await watchFromNow(namespace);
 
     const slow = await pool.connect();
     try {
@@ -560,16 +565,7 @@ describe('hookgate watch', () => {
 
   it('an id whose transaction rolled back does not hold back the rows after it', async () => {
     const namespace = ns('watch-rollback');
-    const watcher = watch([
-      '--json',
-      '--since-id',
-      await lastId(),
-      '--namespace',
-      namespace,
-      '--interval',
-      '50',
-    ]);
-    await watcher.until(() => watcher.stderr().includes('watching'));
+    const watcher = await watchFromNow(namespace);
     const slow = await pool.connect();
     try {
       await slow.query('BEGIN');
@@ -593,16 +589,7 @@ describe('hookgate watch', () => {
 
   it('prints a retried batch whose insert held its id while it waited on the first attempt, which rolled back', async () => {
     const namespace = ns('watch-retry');
-    const watcher = watch([
-      '--json',
-      '--since-id',
-      await lastId(),
-      '--namespace',
-      namespace,
-      '--interval',
-      '50',
-    ]);
-    await watcher.until(() => watcher.stderr().includes('watching'));
+    const watcher = await watchFromNow(namespace);
     const writer = randomUUID();
     // PostgresAuditLog's insert: a retry of a batch skips the rows its first attempt wrote.
     const attempt = (client: pg.PoolClient | pg.Pool, key: string, as = writer) =>
@@ -618,20 +605,39 @@ describe('hookgate watch', () => {
       await retry.query('BEGIN');
       // Takes its id, then waits on the first attempt's row, with no xid of its own yet.
       const retried = attempt(retry, 'evt:retried');
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      await attempt(pool, 'evt:other', randomUUID());
-      await watcher.until(() => watcher.lines().length >= 1);
-      await new Promise((resolve) => setTimeout(resolve, 300)); // polls go past both ids
+      const pid = (retry as unknown as { processID: number }).processID;
+      await vi.waitFor(
+        async () => {
+          const waiting = await pool.query(
+            `SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'`,
+            [pid],
+          );
+          expect(waiting.rowCount).toBe(1);
+        },
+        { timeout: 10_000, interval: 50 },
+      );
+      // A row printed after a later commit proves a poll went past both ids since.
+      const printedAfter = async (key: string, lines: number) => {
+        await attempt(pool, key, randomUUID());
+        await watcher.until(() => watcher.lines().length >= lines);
+      };
+      await printedAfter('evt:other', 1);
+      await printedAfter('evt:marker-1', 2); // a poll that asked for both ids
       await first.query('ROLLBACK');
-      await retried;
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await retried; // the retry has its xid now, above the snapshot the gaps were seen in
+      await printedAfter('evt:marker-2', 3);
       await retry.query('COMMIT');
     } finally {
       first.release();
       retry.release();
     }
-    await watcher.until(() => watcher.lines().length >= 2);
-    expect(printed(watcher).map(({ key }) => key)).toEqual(['evt:other', 'evt:retried']);
+    await watcher.until(() => watcher.lines().length >= 4);
+    expect(printed(watcher).map(({ key }) => key)).toEqual([
+      'evt:other',
+      'evt:marker-1',
+      'evt:marker-2',
+      'evt:retried',
+    ]);
     expect((await watcher.stop('SIGINT')).code).toBe(0);
   });
 
@@ -702,10 +708,10 @@ describe('hookgate watch', () => {
             )
           ).rows[0].n,
         );
-      for (let i = 0; (await waiting()) === 0; i++) {
-        expect(i).toBeLessThan(100);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      await vi.waitFor(async () => expect(await waiting()).toBeGreaterThan(0), {
+        timeout: 10_000,
+        interval: 50,
+      });
       expect((await watcher.stop('SIGINT')).code).toBe(0);
       expect(await waiting()).toBe(0);
     } finally {
@@ -730,10 +736,10 @@ describe('hookgate watch', () => {
         '30000',
       ]);
       started.push(watcher);
-      for (let i = 0; sockets.length === 0; i++) {
-        expect(i).toBeLessThan(200);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      await vi.waitFor(() => expect(sockets.length).toBeGreaterThan(0), {
+        timeout: 10_000,
+        interval: 50,
+      });
       const sent = Date.now();
       const stopped = await watcher.stop('SIGINT');
       expect(stopped.code).toBe(0);

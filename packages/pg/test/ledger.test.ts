@@ -4,7 +4,7 @@ import { IoRedisStore } from '@hookgate/ioredis';
 import { MemoryStore } from '@hookgate/memory';
 import { type RedisServer, startRedis } from '@hookgate/redis-harness';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { PostgresLedger } from '../src/index.js';
 import { creates, documentedSql, drop, pool, setupCreates, uniqueTable } from './db.js';
 
@@ -80,14 +80,16 @@ describe('PostgresLedger', () => {
       createGate({ store, eventId: 'id', namespace }),
     );
     let runs = 0;
+    let holding = false;
     const slow = quick.transaction(async (event, tx) => {
       runs++;
       await tx.query(`INSERT INTO "${effects}" VALUES ($1)`, [event.lease!.key]);
+      holding = true; // its ledger row too, inserted before the handler ran
       await sleep(1_000);
       return 'paid';
     });
     const processed = first!.run({ payload: { id: 'evt_1' } }, slow);
-    await sleep(100); // the first one holds the ledger row
+    await vi.waitFor(() => expect(holding).toBe(true));
     const waited = await second!.run({ payload: { id: 'evt_1' } }, slow).then(
       () => undefined,
       (error: unknown) => error,
