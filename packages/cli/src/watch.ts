@@ -327,9 +327,10 @@ class Watcher {
     }
     const query = client.query(text, values) as Promise<{ rows: T[] }>;
     let settled = false;
+    let failed = false;
     query.then(
       () => (settled = true),
-      () => (settled = true),
+      () => (settled = failed = true),
     );
     const cancel = () => {
       const pid = (client as { processID?: unknown }).processID;
@@ -343,7 +344,8 @@ class Watcher {
       return (await this.#orStop(query)) ?? { rows: [] };
     } finally {
       this.#signal.removeEventListener('abort', cancel);
-      client.release(settled ? undefined : true); // a connection still busy is closed
+      // A connection still busy, or whose query failed (it may still run), is closed.
+      client.release(settled && !failed ? undefined : true);
     }
   }
 
