@@ -7,8 +7,9 @@
 //   (b) require()s every package but the cli from a .cjs file on the running Node
 //       (require(esm)), runs the cli's `hookgate` binary (`--version`, `--help`), and
 //       type-checks a .cts file that requires core, memory and express with `module: nodenext`;
-//   (c) type-checks core, memory and hono with `types: []` and no @types/node;
-//   (d) bundles core + memory for `--platform=browser` with esbuild, and runs the bundle;
+//   (c) type-checks core, memory, hono and fetch with `types: []` and no @types/node;
+//   (d) bundles core, memory and fetch for `--platform=browser` with esbuild, and runs the
+//       bundle (a gate, then a fetch handler answering a Request);
 //   (e) checks that each package's source maps resolve to shipped sources, and runs
 //       `@arethetypeswrong/cli --profile esm-only` and `publint --strict` on it.
 // Usage: `pnpm build && node scripts/pack-test.mjs` (`pnpm test:pack`). Keeps its directory
@@ -120,6 +121,7 @@ void express.hookgate;
 
 const PORTABLE = `
 import { createGate } from '@hookgate/core';
+import { webhookHandler } from '@hookgate/fetch';
 import { hookgate } from '@hookgate/hono';
 import { MemoryStore } from '@hookgate/memory';
 
@@ -127,7 +129,11 @@ void hookgate;
 const gate = createGate({ store: new MemoryStore() });
 const first = await gate.run({ payload: { type: 'no id, so a digest key' } }, async () => {});
 const second = await gate.run({ payload: { type: 'no id, so a digest key' } }, async () => {});
-console.log(first.status, second.status);
+const handle = webhookHandler({ gate, verify: false }, async () => new Response('ok'));
+const post = () =>
+  handle(new Request('http://localhost/webhooks', { method: 'POST', body: '{"type":"x"}' }));
+const answers = [(await post()).status, (await post()).status];
+console.log(first.status, second.status, answers.join(' '));
 `;
 
 const started = performance.now();
@@ -228,7 +234,7 @@ try {
   write('tsconfig.cts.json', tsconfig({ module: 'nodenext', noEmit: true }, ['require.cts']));
   run(bin('tsc'), ['-p', 'tsconfig.cts.json']);
 
-  step('(c) core, memory and hono type-check with types: [] and no @types/node');
+  step('(c) core, memory, hono and fetch type-check with types: [] and no @types/node');
   write('portable.ts', PORTABLE);
   write(
     'tsconfig.portable.json',
@@ -246,7 +252,7 @@ try {
   );
   run(bin('tsc'), ['-p', 'tsconfig.portable.json']);
 
-  step('(d) core + memory bundled for the browser with esbuild');
+  step('(d) core, memory and fetch bundled for the browser with esbuild');
   const meta = join(app, 'meta.json');
   run(bin('esbuild'), [
     'portable.ts',
@@ -261,7 +267,7 @@ try {
   const nodeModules = inputs.filter((input) => input.startsWith('node:'));
   if (nodeModules.length > 0)
     throw new Error(`the browser bundle imports ${nodeModules.join(', ')}`);
-  expectOutput(output('node', ['out/portable.js']), 'processed duplicate');
+  expectOutput(output('node', ['out/portable.js']), 'processed duplicate 200 200');
 
   step('(e) @arethetypeswrong/cli --profile esm-only and publint, per package');
   for (const [name, file] of Object.entries(files)) {
