@@ -148,6 +148,12 @@ export class PostgresAuditLog {
   #draining = false;
   /** The last batch failed: wait for the next tick before trying again. */
   #failing = false;
+  /**
+   * The `INSERT` of a batch that failed by its deadline and has not answered yet (it may still
+   * be running, or waiting for a connection of the pool): the next batch waits for it, so that
+   * a stalled table holds one connection, not one more per retry.
+   */
+  #late: Promise<void> | undefined;
   #closed = false;
   #waiters: Waiter[] = [];
   #written = 0;
@@ -313,14 +319,27 @@ export class PostgresAuditLog {
         const waiting = this.#queue.length - this.#head;
         if (waiting === 0) break;
         if (waiting < this.#batchSize && this.#queue[this.#head]!.seq > this.#drainTo) break;
+        if (this.#late !== undefined) {
+          try {
+            await this.#deadlines.guard(this.#late);
+          } catch (error) {
+            failure = storeError(OWNER, 'insert', error);
+            this.#report(failure);
+            this.#failing = true;
+            break;
+          }
+        }
         const batch = this.#take(Math.min(this.#batchSize, waiting));
         this.#inFlight = batch;
+        let query: Promise<unknown> | undefined;
         try {
-          await this.#deadlines.guard(this.#client.query(this.#insert(batch)));
+          query = this.#client.query(this.#insert(batch));
+          await this.#deadlines.guard(query);
           this.#written += batch.length;
           this.#failing = false;
         } catch (error) {
           this.#failedBatches++;
+          if (query !== undefined) this.#awaitLate(query);
           failure = storeError(OWNER, 'insert', error);
           this.#report(failure);
           if (isDataError(error)) {
@@ -339,6 +358,18 @@ export class PostgresAuditLog {
       this.#draining = false;
       this.#settleWaiters(this.#failing ? failure : undefined);
     }
+  }
+
+  /** Keep `query`, which failed, until it has answered (a timed-out one may still be running). */
+  #awaitLate(query: Promise<unknown>): void {
+    const late = query.then(
+      () => {},
+      () => {},
+    );
+    this.#late = late;
+    void late.then(() => {
+      if (this.#late === late) this.#late = undefined;
+    });
   }
 
   /** The `seq` of the oldest decision not written yet (in flight or queued), or `Infinity`. */

@@ -107,14 +107,19 @@ export function statements(t: string, indexName: string) {
       SELECT CASE WHEN kind = 'w' THEN -1 ELSE 0 END FROM ${t}
       WHERE key = $1 AND NOT EXISTS (SELECT 1 FROM marked)`,
 
-    /** $1 key, $2 token. Code 1 free of our claim, 0 done or another's, -1 a watermark. */
+    /**
+     * $1 key, $2 token. Code 1 free of our claim, 0 done or another's, -1 a watermark, 2 our claim
+     * as the statement's snapshot saw it, changed by a concurrent commit before the `DELETE`
+     * could take it (the store asks again).
+     */
     release: `
       WITH gone AS (
         DELETE FROM ${t} WHERE key = $1 AND kind = 'p' AND token = $2 RETURNING 1
       )
       SELECT 1 AS code FROM gone
       UNION ALL
-      SELECT CASE WHEN expires_at <= clock_timestamp() THEN 1 WHEN kind = 'w' THEN -1 ELSE 0 END
+      SELECT CASE WHEN expires_at <= clock_timestamp() THEN 1 WHEN kind = 'w' THEN -1
+                  WHEN kind = 'p' AND token = $2 THEN 2 ELSE 0 END
       FROM ${t} WHERE key = $1 AND NOT EXISTS (SELECT 1 FROM gone)`,
 
     /** $1 key, $2 token, $3 ttl ms. Code 1 extended, 0 absent, done or another's, -1 a watermark. */

@@ -197,7 +197,7 @@ export class PostgresStore implements ClaimStore {
       const work = async (client: PgPoolClient) => {
         const value = await handler(event, client);
         const values = [lease.key, lease.token, lease.doneTtlMs, lease.fingerprint ?? null];
-        const fence = await this.#guarded('done', () => this.#markDone(client, values));
+        const fence = await this.#guarded('done', (gone) => this.#markDone(client, values, gone));
         if (!this.#decided('done', lease.key, fence, 0))
           throw new LeaseLostError(lease.key, 'done');
         return value;
@@ -221,7 +221,7 @@ export class PostgresStore implements ClaimStore {
     fingerprint?: string,
   ): Promise<ClaimState> {
     const values = [key, token, ttlMs, fingerprint ?? null];
-    const row = await this.#guarded('claim', () => this.#claimRow(values));
+    const row = await this.#guarded('claim', (gone) => this.#claimRow(values, gone));
     // No row: every attempt's row was moved by a concurrent commit; come back later.
     return row === undefined ? 'processing' : claimAnswer(key, row, token, fingerprint);
   }
@@ -231,14 +231,19 @@ export class PostgresStore implements ClaimStore {
    * the insert of a key with no row (a new delivery); else `inspect`, the read of a live row (a
    * duplicate), which locks nothing, where the deciding statement would lock the row and its
    * commit wait for a WAL flush; else `claim`, which takes an expired row over or reads what it
-   * found. `undefined` when a concurrent commit hid the row from every attempt.
+   * found. `undefined` when a concurrent commit hid the row from every attempt. Once `gone` says
+   * the deadline passed, it sends nothing more.
    */
-  async #claimRow(values: unknown[]): Promise<Record<string, unknown> | undefined> {
+  async #claimRow(
+    values: unknown[],
+    gone: () => boolean,
+  ): Promise<Record<string, unknown> | undefined> {
     const client = this.#client;
     if ((await this.#send(client, 'claimNew', values)).rowCount === 1) return ACQUIRED;
+    if (gone()) return undefined;
     const live = (await this.#send(client, 'inspect', [values[0]])).rows[0];
     if (live !== undefined) return live;
-    for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
+    for (let attempt = 0; attempt < CLAIM_ATTEMPTS && !gone(); attempt++) {
       const row = (await this.#send(client, 'claim', values)).rows[0];
       // No row, or an expired one: a concurrent commit moved the row after this statement's
       // snapshot was taken. The next statement sees it.
@@ -250,22 +255,37 @@ export class PostgresStore implements ClaimStore {
   async done(key: string, token: string, ttlMs: number, fingerprint?: string): Promise<boolean> {
     if (this.#fenced.delete(`${key} ${token}`)) return true; // a transaction committed it
     const values = [key, token, ttlMs, fingerprint ?? null];
-    const result = await this.#guarded('done', () => this.#markDone(this.#client, values));
+    const result = await this.#guarded('done', (gone) =>
+      this.#markDone(this.#client, values, gone),
+    );
     return this.#decided('done', key, result, 0);
   }
 
   /**
    * Mark a claim done, on `client`, under one deadline: `doneOwn`, the `UPDATE` of the row when it
-   * is still this token's (nearly always), else `done`, which decides every other case.
+   * is still this token's (nearly always), else `done`, which decides every other case. Not
+   * once `gone` says the deadline passed: in a transaction, the `ROLLBACK` is queued behind
+   * `doneOwn` by then, and a `done` after it would mark the claim done in a transaction of its
+   * own, with the effect rolled back.
    * @returns a result with a `code` row, as `done` answers
    */
-  async #markDone(client: PgQueryable, values: unknown[]): Promise<PgResult> {
+  async #markDone(client: PgQueryable, values: unknown[], gone: () => boolean): Promise<PgResult> {
     if ((await this.#send(client, 'doneOwn', values)).rowCount === 1) return DONE;
+    if (gone()) return DONE; // nobody reads it: the operation has rejected
     return this.#send(client, 'done', values);
   }
 
   async release(key: string, token: string): Promise<boolean> {
-    return this.#code('release', key, [key, token], 1);
+    const values = [key, token];
+    const result = await this.#guarded('release', async (gone) => {
+      const first = await this.#send(this.#client, 'release', values);
+      // Code 2: the row was this token's claim when the statement began, and a concurrent commit
+      // changed it before the `DELETE` could (another release of the same claim, as the gate's
+      // retry of a release that timed out, deleted it): a new statement sees what it left.
+      if (codeOf(first, 1) !== 2 || gone()) return first;
+      return this.#send(this.#client, 'release', values);
+    });
+    return this.#decided('release', key, result, 1);
   }
 
   async extend(key: string, token: string, ttlMs: number): Promise<boolean> {
@@ -335,11 +355,17 @@ export class PostgresStore implements ClaimStore {
     return client.query({ name: this.#names[statement], text: this.#sql[statement], values });
   }
 
-  /** `work` under the operation's deadline; any failure is a `StoreUnavailableError`. */
-  async #guarded<T>(operation: Operation, work: () => Promise<T>): Promise<T> {
+  /**
+   * `work` under the operation's deadline; any failure is a `StoreUnavailableError`. `work` is
+   * given `gone`, which says whether the operation has failed already (its deadline passed): a
+   * `work` of several statements sends no more once it has.
+   */
+  async #guarded<T>(operation: Operation, work: (gone: () => boolean) => Promise<T>): Promise<T> {
+    let failed = false;
     try {
-      return await this.#deadlines.guard(work());
+      return await this.#deadlines.guard(work(() => failed));
     } catch (error) {
+      failed = true;
       throw storeError('PostgresStore', operation, error);
     }
   }

@@ -128,6 +128,74 @@ describe('PostgresStore under faults', () => {
     await storePool.end();
   });
 
+  it('store.transaction: a fence past its deadline sends nothing after it, so the ROLLBACK undoes the effect and the done alike, and the redelivery runs the handler', async () => {
+    const storePool = pool({ max: 4 });
+    const store = new PostgresStore(storePool, { table, timeoutMs: 1_000 });
+    const namespace = `fence-${randomUUID()}`;
+    const gate = createGate({ store, eventId: 'id', namespace, claimTtlMs: 60_000 });
+    const id = `pay_${randomUUID()}`;
+    const key = `${namespace}:evt:${id}`;
+    const locker = await admin.connect();
+    let unlocked: Promise<void> | undefined;
+    const handler = store.transaction(async (event, client) => {
+      await client.query(`INSERT INTO "${effects}" VALUES ($1)`, [event.lease!.key]);
+      if (unlocked !== undefined) return; // the redelivery
+      // Another transaction holds the claim row as the fence is sent, past the fence's deadline
+      // (1 to 1.1 s) and not past the ROLLBACK's after it, then deletes the row (as a sweep of a
+      // claim that expired meanwhile would): the fence's `UPDATE` of its own row then finds none.
+      await locker.query('BEGIN');
+      await locker.query(`SELECT 1 FROM "${table}" WHERE key = $1 FOR UPDATE`, [key]);
+      unlocked = sleep(1_500).then(async () => {
+        await locker.query(`DELETE FROM "${table}" WHERE key = $1`, [key]);
+        await locker.query('COMMIT');
+      });
+    });
+    try {
+      await rejection(gate.run({ payload: { id } }, handler));
+      await unlocked;
+    } finally {
+      locker.release();
+    }
+    // Time for a statement sent after the ROLLBACK to land, as the fence's `done` did.
+    await sleep(300);
+    const row = await admin.query(`SELECT kind FROM "${table}" WHERE key = $1`, [key]);
+    expect(row.rows).toEqual([]);
+    const count = async () =>
+      (await admin.query(`SELECT count(*)::int AS n FROM "${effects}" WHERE event_key = $1`, [key]))
+        .rows[0].n;
+    expect(await count()).toBe(0);
+    expect((await gate.run({ payload: { id } }, handler)).status).toBe('processed');
+    expect(await count()).toBe(1);
+    await storePool.end();
+  });
+
+  it('release: two releases of one claim waiting on its row lock (a release and the retry of it) both answer true, the key free', async () => {
+    const storePool = pool({ max: 4 });
+    const store = new PostgresStore(storePool, { table, timeoutMs: 5_000 });
+    const key = `hookgate:evt:${randomUUID()}`;
+    const token = randomUUID();
+    expect(await store.claim(key, token, 60_000)).toBe('acquired');
+    const locker = await admin.connect();
+    let answers: boolean[];
+    try {
+      await locker.query('BEGIN');
+      await locker.query(`SELECT 1 FROM "${table}" WHERE key = $1 FOR UPDATE`, [key]);
+      const releases = [store.release(key, token)];
+      await sleep(100);
+      releases.push(store.release(key, token));
+      await sleep(100);
+      await locker.query('COMMIT');
+      answers = await Promise.all(releases);
+    } finally {
+      locker.release();
+    }
+    // The second found the row its snapshot showed gone once the first's DELETE committed: it
+    // asked again, and the key is free of the claim.
+    expect(answers).toEqual([true, true]);
+    expect(await store.inspect(key)).toEqual({ kind: 'absent' });
+    await storePool.end();
+  });
+
   it('a refused connection is a StoreUnavailableError at once, with the cause', async () => {
     const refused = pool({ port: 1, max: 1 });
     const store = new PostgresStore(refused, { table, timeoutMs: 5_000 });
