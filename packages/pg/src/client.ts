@@ -70,6 +70,12 @@ export interface PgPool extends PgQueryable {
 }
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/;
+/**
+ * The longest table name: its index names add up to 11 characters (`_expires_at`) to it, and
+ * PostgreSQL cuts names at 63, so a longer one would name an index as the table itself, and
+ * `CREATE INDEX IF NOT EXISTS` would skip it.
+ */
+const MAX_TABLE = 52;
 
 /**
  * A table option checked and quoted: `name` or `schema.name`, lower-case letters, digits and
@@ -83,6 +89,13 @@ export function tableName(owner: string, table: string): { quoted: string; bare:
       owner,
       'table',
       `must be a lower-case identifier, optionally schema-qualified (got ${JSON.stringify(table)})`,
+    );
+  }
+  if (parts.at(-1)!.length > MAX_TABLE) {
+    throw optionError(
+      owner,
+      'table',
+      `must be at most ${MAX_TABLE} characters without its schema, so that its index names fit PostgreSQL's 63 (got ${parts.at(-1)!.length})`,
     );
   }
   return { quoted: parts.map((part) => `"${part}"`).join('.'), bare: parts.at(-1)! };

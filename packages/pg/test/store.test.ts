@@ -6,6 +6,7 @@ import {
   type PgPool,
   type PgQueryConfig,
   type PgResult,
+  PostgresAuditLog,
   PostgresLedger,
   PostgresStore,
 } from '../src/index.js';
@@ -70,12 +71,23 @@ describe('PostgresStore', () => {
       [{ table: 'Claims' }, 'table'],
       [{ table: 'a.b.c' }, 'table'],
       [{ table: 'claims; DROP TABLE x' }, 'table'],
+      [{ table: 'c'.repeat(53) }, 'table'],
       [{ timeoutMs: 0 }, 'timeoutMs'],
     ] as const) {
       const build = () => new PostgresStore(shared, options);
       expect(build).toThrow(HookgateError);
       expect(build).toThrow(`\`${option}\``);
     }
+    // 52 characters (and a schema of up to 63): every index name still fits in PostgreSQL's 63.
+    expect(
+      () => new PostgresStore(shared, { table: `${'s'.repeat(63)}.${'c'.repeat(52)}` }),
+    ).not.toThrow();
+    expect(() => new PostgresLedger(shared, { table: 'l'.repeat(53) })).toThrow(
+      /`table`.*at most 52/,
+    );
+    expect(() => new PostgresAuditLog(shared, { table: 'a'.repeat(53) })).toThrow(
+      /`table`.*at most 52/,
+    );
     expect(() => new PostgresStore({} as never)).toThrow(/`client`/);
     const queryOnly = { query: shared.query.bind(shared) } as never;
     expect(() => new PostgresStore(queryOnly).transaction(async () => 1)).toThrow(/`pool`/);
