@@ -139,6 +139,31 @@ for (const [name, fastify] of majors) {
       expect(await bare.json()).toEqual({ id: 'evt_bin' });
     });
 
+    it('a Content-Type that is not a media type: Fastify 5 refuses it before the plugin (415, no decision), Fastify 4 hands it on', async () => {
+      const decisions: string[] = [];
+      await start((app) =>
+        app.register(async (scope) => {
+          await scope.register(hookgate, { gate: gateWith(decisions), verify: false });
+          scope.post('/webhook', async () => ({ ok: true }));
+        }),
+      );
+      const res = await fetch(`${url}/webhook`, {
+        method: 'POST',
+        headers: { 'content-type': 'json' },
+        body: '{"id":"evt_ct"}',
+      });
+      if (name === 'fastify 5') {
+        expect(res.status).toBe(415);
+        expect(((await res.json()) as { code: string }).code).toBe(
+          'FST_ERR_CTP_INVALID_MEDIA_TYPE',
+        );
+        expect(decisions).toEqual([]);
+      } else {
+        expect(res.status).toBe(200);
+        expect(decisions).toEqual(['new', 'done']);
+      }
+    });
+
     it('refuses a webhook route with a body schema when the app starts (Fastify would check it against the bytes)', async () => {
       await expect(
         start((app) =>

@@ -110,6 +110,18 @@ export function answers({ start, makeServer, parsedBody }: SuiteContext): void {
       expect(h.count('invalid')).toBe(1);
     });
 
+  if (!parsedBody)
+    it('a form-encoded body (a GitHub hook whose content type is form) answers 400 and runs nothing', async () => {
+      const h = await start();
+      const form = `payload=${encodeURIComponent(JSON.stringify({ id: 'evt_1' }))}`;
+      const res = await h.post(form, {
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual({ status: 'invalid', reason: 'not-json' });
+      expect(h.handled).toHaveLength(0);
+    });
+
   it('a delivery without an event id answers 400 when the digest fallback is off', async () => {
     const h = await start({ gate: { digestFallback: false } });
     const res = await h.post({ amount: 5 });
