@@ -294,8 +294,16 @@ export class PostgresStore implements ClaimStore {
 
   async advance(key: string, request: AdvanceRequest): Promise<AdvanceState> {
     const { at, eventKey, token, holdMs, ttlMs, ties } = request;
-    const result = await this.#query('advance', [key, at, eventKey, token, holdMs, ttlMs, ties]);
-    // No row: a concurrent commit moved the watermark; come back later.
+    const values = [key, at, eventKey, token, holdMs, ttlMs, ties];
+    const result = await this.#guarded('advance', async (gone) => {
+      const first = await this.#send(this.#client, 'advance', values);
+      // Held, or no row: the read that says why saw the statement's snapshot, and a concurrent
+      // commit may have moved the watermark since (past this event: it is stale, not held). A
+      // new statement sees what it left; when it is held still, it is.
+      if (codeOf(first, 2) !== 2 || gone()) return first;
+      return this.#send(this.#client, 'advance', values);
+    });
+    // No row again: a concurrent commit moved the watermark once more; come back later.
     const code = codeOf(result, 2);
     if (code === -1) throw foreignValueError('PostgresStore', 'advance', key);
     return code === 1 ? 'applied' : code === 0 ? 'stale' : 'held';

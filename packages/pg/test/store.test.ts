@@ -212,6 +212,39 @@ function counted() {
   return { sent, store: new PostgresStore(counting, { table }) };
 }
 
+describe('the sequence guard under concurrency', () => {
+  it('of concurrent advances of one subject, every event older than the one applied is stale at once, never held', async () => {
+    let wrong = 0;
+    let older = 0;
+    for (let round = 0; round < 10; round++) {
+      const key = `seq-${randomUUID()}:seq:subject`;
+      const times = Array.from({ length: 10 }, (_, i) => i * 10).sort(() => Math.random() - 0.5);
+      const answers = await Promise.all(
+        times.map((at) =>
+          store.advance(key, {
+            at,
+            eventKey: `evt:e${at}`,
+            token: `t${at}`,
+            holdMs: 60_000,
+            ttlMs: 120_000,
+            ties: 'drop',
+          }),
+        ),
+      );
+      expect(answers.filter((answer) => answer === 'applied')).toHaveLength(1);
+      const applied = times[answers.indexOf('applied')]!;
+      answers.forEach((answer, i) => {
+        if (times[i]! < applied) {
+          older++;
+          if (answer !== 'stale') wrong++;
+        } else if (times[i]! > applied) expect(answer).toBe('held');
+      });
+    }
+    // The statement's own read saw its snapshot, from before the applied advance committed.
+    expect({ older, wrong }).toEqual({ older, wrong: 0 });
+  });
+});
+
 describe('round trips per delivery', () => {
   // As `name` shows them: the claim's plain insert (`claimNew`), its read of a live row
   // (`inspect`), and the done's own-row UPDATE (`doneOwn`).
