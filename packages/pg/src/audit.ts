@@ -43,8 +43,9 @@ export interface PostgresAuditLogOptions {
    */
   timeoutMs?: number;
   /**
-   * Called with the error of every batch that failed (a `StoreUnavailableError`), from the
-   * background: to log it. Whatever it does or throws, the log goes on.
+   * Called with the error of every batch that failed, and of every tick that found a batch's
+   * timed-out `INSERT` still unanswered (a `StoreUnavailableError`), from the background: to
+   * log it. Whatever it does or throws, the log goes on.
    */
   onError?: (error: Error) => void;
 }
