@@ -276,16 +276,10 @@ export class PostgresStore implements ClaimStore {
   }
 
   async release(key: string, token: string): Promise<boolean> {
-    const values = [key, token];
-    const result = await this.#guarded('release', async (gone) => {
-      const first = await this.#send(this.#client, 'release', values);
-      // Code 2: the row was this token's claim when the statement began, and a concurrent commit
-      // changed it before the `DELETE` could (another release of the same claim, as the gate's
-      // retry of a release that timed out, deleted it): a new statement sees what it left.
-      if (codeOf(first, 1) !== 2 || gone()) return first;
-      return this.#send(this.#client, 'release', values);
-    });
-    return this.#decided('release', key, result, 1);
+    // Code 2: the row was this token's claim when the statement began, and a concurrent commit
+    // changed it before the `DELETE` could (another release of the same claim, as the gate's
+    // retry of a release that timed out, deleted it).
+    return this.#decided('release', key, await this.#askTwice('release', [key, token], 1), 1);
   }
 
   async extend(key: string, token: string, ttlMs: number): Promise<boolean> {
@@ -294,17 +288,11 @@ export class PostgresStore implements ClaimStore {
 
   async advance(key: string, request: AdvanceRequest): Promise<AdvanceState> {
     const { at, eventKey, token, holdMs, ttlMs, ties } = request;
+    // Code 2, held, or no row: a concurrent commit may have moved the watermark since the
+    // statement began (past this event: it is stale, not held). No row twice: it moved once
+    // more; come back later.
     const values = [key, at, eventKey, token, holdMs, ttlMs, ties];
-    const result = await this.#guarded('advance', async (gone) => {
-      const first = await this.#send(this.#client, 'advance', values);
-      // Held, or no row: the read that says why saw the statement's snapshot, and a concurrent
-      // commit may have moved the watermark since (past this event: it is stale, not held). A
-      // new statement sees what it left; when it is held still, it is.
-      if (codeOf(first, 2) !== 2 || gone()) return first;
-      return this.#send(this.#client, 'advance', values);
-    });
-    // No row again: a concurrent commit moved the watermark once more; come back later.
-    const code = codeOf(result, 2);
+    const code = codeOf(await this.#askTwice('advance', values, 2), 2);
     if (code === -1) throw foreignValueError('PostgresStore', 'advance', key);
     return code === 1 ? 'applied' : code === 0 ? 'stale' : 'held';
   }
@@ -351,6 +339,20 @@ export class PostgresStore implements ClaimStore {
     const code = codeOf(result, none);
     if (code === -1) throw foreignValueError('PostgresStore', operation, key);
     return code === 1;
+  }
+
+  /**
+   * The operation's own statement, sent once more (under the same deadline) when it answers
+   * code 2 (`none` when it has no row): the read that says why a statement changed nothing sees
+   * the statement's snapshot, from before a concurrent commit that its write waited for; a new
+   * statement sees what that commit left.
+   */
+  #askTwice(operation: 'release' | 'advance', values: unknown[], none: number): Promise<PgResult> {
+    return this.#guarded(operation, async (gone) => {
+      const first = await this.#send(this.#client, operation, values);
+      if (codeOf(first, none) !== 2 || gone()) return first;
+      return this.#send(this.#client, operation, values);
+    });
   }
 
   /** The operation's own statement, under its deadline. */

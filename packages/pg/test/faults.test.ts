@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createGate, StoreUnavailableError } from '@hookgate/core';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresAuditLog, PostgresLedger, PostgresStore } from '../src/index.js';
 import { drop, pool, uniqueTable } from './db.js';
@@ -33,6 +34,37 @@ async function rejection(promise: Promise<unknown>): Promise<StoreUnavailableErr
   );
   expect(error).toBeInstanceOf(StoreUnavailableError);
   return error as StoreUnavailableError;
+}
+
+/** A connection of `admin` in a transaction that holds `key`'s row of the claims table. */
+async function holdRow(key: string): Promise<pg.PoolClient> {
+  const locker = await admin.connect();
+  await locker.query('BEGIN');
+  await locker.query(`SELECT 1 FROM "${table}" WHERE key = $1 FOR UPDATE`, [key]);
+  return locker;
+}
+
+/** Poll until `count` statements on the claims table wait for a lock. */
+async function lockWaits(count: number): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    const { rows } = await admin.query(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`,
+      [`%${table}%`],
+    );
+    if (rows[0].n >= count) return;
+    await sleep(10);
+  }
+  throw new Error(`no ${count} statements waiting for a lock on ${table} within 5 s`);
+}
+
+/**
+ * Once each connection of `on` answers a query of its own, every statement queued before it on
+ * that connection has run.
+ */
+async function drained(on: pg.Pool): Promise<void> {
+  const clients = await Promise.all(Array.from({ length: on.totalCount }, () => on.connect()));
+  await Promise.all(clients.map((client) => client.query('SELECT 1')));
+  for (const client of clients) client.release();
 }
 
 describe('PostgresStore under faults', () => {
@@ -104,10 +136,8 @@ describe('PostgresStore under faults', () => {
     const key = `hookgate:evt:${randomUUID()}`;
     const token = randomUUID();
     expect(await store.claim(key, token, 60_000)).toBe('acquired');
-    const locker = await admin.connect();
+    const locker = await holdRow(key);
     try {
-      await locker.query('BEGIN');
-      await locker.query(`SELECT * FROM "${table}" WHERE key = $1 FOR UPDATE`, [key]);
       const started = performance.now();
       const error = await rejection(store.done(key, token, 60_000));
       const waited = performance.now() - started;
@@ -135,29 +165,36 @@ describe('PostgresStore under faults', () => {
     const gate = createGate({ store, eventId: 'id', namespace, claimTtlMs: 60_000 });
     const id = `pay_${randomUUID()}`;
     const key = `${namespace}:evt:${id}`;
-    const locker = await admin.connect();
+    let locker: pg.PoolClient | undefined;
     let unlocked: Promise<void> | undefined;
     const handler = store.transaction(async (event, client) => {
       await client.query(`INSERT INTO "${effects}" VALUES ($1)`, [event.lease!.key]);
-      if (unlocked !== undefined) return; // the redelivery
-      // Another transaction holds the claim row as the fence is sent, past the fence's deadline
-      // (1 to 1.1 s) and not past the ROLLBACK's after it, then deletes the row (as a sweep of a
-      // claim that expired meanwhile would): the fence's `UPDATE` of its own row then finds none.
-      await locker.query('BEGIN');
-      await locker.query(`SELECT 1 FROM "${table}" WHERE key = $1 FOR UPDATE`, [key]);
-      unlocked = sleep(1_500).then(async () => {
-        await locker.query(`DELETE FROM "${table}" WHERE key = $1`, [key]);
-        await locker.query('COMMIT');
+      if (locker !== undefined) return; // the redelivery
+      // Another transaction holds the claim row as the fence is sent, until the fence has
+      // passed its deadline (the transaction queues its ROLLBACK), then deletes the row (as a
+      // sweep of a claim that expired meanwhile would): the fence's `UPDATE` of its own row
+      // then finds none.
+      locker = await holdRow(key);
+      const held = locker;
+      const query = client.query.bind(client);
+      unlocked = new Promise<void>((resolve) => {
+        client.query = ((...args: Parameters<typeof query>) => {
+          if ((args[0] as unknown) === 'ROLLBACK') resolve();
+          return query(...args);
+        }) as typeof query;
+      }).then(async () => {
+        await held.query(`DELETE FROM "${table}" WHERE key = $1`, [key]);
+        await held.query('COMMIT');
       });
     });
     try {
       await rejection(gate.run({ payload: { id } }, handler));
       await unlocked;
     } finally {
-      locker.release();
+      locker?.release();
     }
-    // Time for a statement sent after the ROLLBACK to land, as the fence's `done` did.
-    await sleep(300);
+    // A statement queued after the ROLLBACK, as the fence's `done` was, has run by now.
+    await drained(storePool);
     const row = await admin.query(`SELECT kind FROM "${table}" WHERE key = $1`, [key]);
     expect(row.rows).toEqual([]);
     const count = async () =>
@@ -175,15 +212,13 @@ describe('PostgresStore under faults', () => {
     const key = `hookgate:evt:${randomUUID()}`;
     const token = randomUUID();
     expect(await store.claim(key, token, 60_000)).toBe('acquired');
-    const locker = await admin.connect();
+    const locker = await holdRow(key);
     let answers: boolean[];
     try {
-      await locker.query('BEGIN');
-      await locker.query(`SELECT 1 FROM "${table}" WHERE key = $1 FOR UPDATE`, [key]);
       const releases = [store.release(key, token)];
-      await sleep(100);
+      await lockWaits(1);
       releases.push(store.release(key, token));
-      await sleep(100);
+      await lockWaits(2);
       await locker.query('COMMIT');
       answers = await Promise.all(releases);
     } finally {
