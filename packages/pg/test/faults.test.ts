@@ -44,6 +44,16 @@ async function holdRow(key: string): Promise<pg.PoolClient> {
   return locker;
 }
 
+/** A store on a pool of its own, a claim it acquired, and the claim's row held by `locker`. */
+async function heldClaim(timeoutMs: number) {
+  const storePool = pool({ max: 4 });
+  const store = new PostgresStore(storePool, { table, timeoutMs });
+  const key = `hookgate:evt:${randomUUID()}`;
+  const token = randomUUID();
+  expect(await store.claim(key, token, 60_000)).toBe('acquired');
+  return { storePool, store, key, token, locker: await holdRow(key) };
+}
+
 /** Poll until `count` statements on the claims table wait for a lock. */
 async function lockWaits(count: number): Promise<void> {
   for (let i = 0; i < 500; i++) {
@@ -131,12 +141,7 @@ describe('PostgresStore under faults', () => {
   });
 
   it('a row lock held elsewhere past the deadline: the operation rejects at its deadline as unknown, never hangs, and may still land', async () => {
-    const storePool = pool({ max: 2 });
-    const store = new PostgresStore(storePool, { table, timeoutMs: 300 });
-    const key = `hookgate:evt:${randomUUID()}`;
-    const token = randomUUID();
-    expect(await store.claim(key, token, 60_000)).toBe('acquired');
-    const locker = await holdRow(key);
+    const { storePool, store, key, token, locker } = await heldClaim(300);
     try {
       const started = performance.now();
       const error = await rejection(store.done(key, token, 60_000));
@@ -207,12 +212,7 @@ describe('PostgresStore under faults', () => {
   });
 
   it('release: two releases of one claim waiting on its row lock (a release and the retry of it) both answer true, the key free', async () => {
-    const storePool = pool({ max: 4 });
-    const store = new PostgresStore(storePool, { table, timeoutMs: 5_000 });
-    const key = `hookgate:evt:${randomUUID()}`;
-    const token = randomUUID();
-    expect(await store.claim(key, token, 60_000)).toBe('acquired');
-    const locker = await holdRow(key);
+    const { storePool, store, key, token, locker } = await heldClaim(5_000);
     let answers: boolean[];
     try {
       const releases = [store.release(key, token)];
