@@ -29,29 +29,50 @@ export function assertOwnPort(port: number): void {
  * Rejects when the connection fails or no full reply arrives within `timeoutMs` (a paused
  * server never answers).
  */
-export function rawCommand(
+export async function rawCommand(
   port: number,
   args: readonly (string | number)[],
   timeoutMs = 5_000,
 ): Promise<Reply> {
+  return (await rawCommands(port, [args], timeoutMs))[0]!;
+}
+
+/**
+ * Send `commands` pipelined (written at once) over a fresh connection and read their replies,
+ * in order; error replies are among them, not thrown. Rejects as {@link rawCommand} does.
+ */
+export function rawCommands(
+  port: number,
+  commands: readonly (readonly (string | number)[])[],
+  timeoutMs = 5_000,
+): Promise<Reply[]> {
   return new Promise((resolve, reject) => {
     assertOwnPort(port);
     const socket = connect({ host: '127.0.0.1', port });
+    const replies: Reply[] = [];
     let buffer = Buffer.alloc(0);
     const timer = setTimeout(() => {
       socket.destroy();
       reject(
-        new Error(`redis-harness: ${args[0]} on port ${port} timed out after ${timeoutMs} ms`),
+        new Error(
+          `redis-harness: ${commands[0]?.[0]} on port ${port} timed out after ${timeoutMs} ms`,
+        ),
       );
     }, timeoutMs);
-    socket.on('connect', () => socket.write(encode(args)));
+    socket.on('connect', () => socket.write(Buffer.concat(commands.map(encode))));
     socket.on('data', (chunk) => {
-      buffer = Buffer.concat([buffer, chunk]);
-      const parsed = parse(buffer, 0);
-      if (parsed === undefined) return;
+      buffer = buffer.length === 0 ? chunk : Buffer.concat([buffer, chunk]);
+      let at = 0;
+      for (let parsed = parse(buffer, at); parsed !== undefined; parsed = parse(buffer, at)) {
+        replies.push(parsed.value);
+        at = parsed.end;
+        if (replies.length === commands.length) break;
+      }
+      buffer = buffer.subarray(at);
+      if (replies.length < commands.length) return;
       clearTimeout(timer);
       socket.end();
-      resolve(parsed.value);
+      resolve(replies);
     });
     socket.on('error', (error) => {
       clearTimeout(timer);

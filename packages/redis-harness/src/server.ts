@@ -10,7 +10,14 @@ import {
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { assertOwnPort, parseInfo, type Reply, ReplyError, rawCommand } from './resp.js';
+import {
+  assertOwnPort,
+  parseInfo,
+  type Reply,
+  ReplyError,
+  rawCommand,
+  rawCommands,
+} from './resp.js';
 
 /**
  * The binary the harness runs: `redis-server` found on `PATH` (spawn looks it up), or the one
@@ -245,6 +252,14 @@ export class RedisServer {
     const reply = await rawCommand(this.port, args);
     if (reply instanceof ReplyError) throw reply;
     return reply;
+  }
+
+  /**
+   * Send `commands` pipelined over a fresh connection (RESP2): their replies, in order, error
+   * replies among them.
+   */
+  pipeline(commands: readonly (readonly (string | number)[])[]): Promise<Reply[]> {
+    return rawCommands(this.port, commands);
   }
 
   /** `INFO <section>` as a record of fields. */
