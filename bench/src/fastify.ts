@@ -10,7 +10,7 @@ import { createGate, type Gate, InvalidDeliveryError, StoreUnavailableError } fr
 import { hookgate } from '@hookgate/fastify';
 import { MemoryStore } from '@hookgate/memory';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { alternate, asyncSide, type Plan, type Row } from './measure.js';
+import { alternate, asyncSide, type Plan, type Row, type Stats } from './measure.js';
 
 /** Deliveries in flight at once, as concurrent requests would be. */
 const CONCURRENCY = 8;
@@ -73,6 +73,9 @@ async function byHand(): Promise<FastifyInstance> {
   return app;
 }
 
+/** µs of this process's CPU per operation. */
+const perOp = (stats: Stats) => (1e6 / stats.opsPerCpuSec).toFixed(0);
+
 export async function fastifyBench(plan: Plan): Promise<Row[]> {
   const [plugin, manual] = await Promise.all([withPlugin(), byHand()]);
   let failed = 0;
@@ -97,7 +100,11 @@ export async function fastifyBench(plan: Plan): Promise<Row[]> {
         stats: withBinding!,
         baseline: { name: 'the same route by hand around gate.run', stats: hand! },
         target: { ratio: 0.95 },
-        ...(failed > 0 ? { note: `${failed} non-200 answers` } : {}),
+        perCpu: true,
+        note:
+          `CPU per request ${perOp(withBinding!)} µs, by hand ${perOp(hand!)} µs: ` +
+          `${(withBinding!.opsPerCpuSec / hand!.opsPerCpuSec).toFixed(2)}x` +
+          (failed > 0 ? `; ${failed} non-200 answers` : ''),
       },
     ];
   } finally {

@@ -3,7 +3,7 @@
  *
  * @packageDocumentation
  */
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import {
   type Admission,
   type Answer,
@@ -12,12 +12,14 @@ import {
   type BindingOptions,
   bindingOptions,
   bodyConsumed,
+  type Claim,
   type Verify as CoreVerify,
   createError,
   type Gate,
+  settleFromResponse,
   type WebhookEvent,
 } from '@hookgate/core';
-import { type BodyRead, readBody, settleOnWire, type WireWatch } from '@hookgate/core/node';
+import { type BodyRead, readBodyThen } from '@hookgate/core/node';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 declare module 'fastify' {
@@ -104,11 +106,12 @@ async function plugin(instance: FastifyInstance, options: HookgateOptions): Prom
   instance.decorateRequest(WIRE, undefined);
 
   // Every body of this scope, whatever its content type, as exact bytes (or why there are none).
+  // A callback parser: Fastify waits for no promise of ours.
   instance.removeAllContentTypeParsers();
   instance.addContentTypeParser(
     '*',
-    function hookgateBody(_request: FastifyRequest, payload: IncomingMessage) {
-      return readBody(payload, limit).then(unread);
+    function hookgateBody(_request: FastifyRequest, payload: IncomingMessage, done: Parsed) {
+      readBodyThen(payload, limit, (read) => done(null, unread(read)));
     },
   );
 
@@ -116,21 +119,16 @@ async function plugin(instance: FastifyInstance, options: HookgateOptions): Prom
   // answered without waiting, see `answerOf`) reaches the handler in the same turn, with no
   // promise of the hook's own. Fastify turns a throw here into its error answer (500).
   instance.addHook('preHandler', function hookgatePreHandler(request, reply, next) {
-    const enter = ({ answer, claim }: Admission<unknown>) => {
-      if (answer !== undefined) {
-        send(reply, answer);
-        return;
-      }
-      request.webhook = claim.event;
-      // Fastify writes every answer (its error handler's too) through res.writeHead.
-      (request as Watched)[WIRE] = settleOnWire(reply.raw, claim);
-      next();
-    };
     const admitting = admit(resolved, rawBodyOf(request, resolved), request.headers);
     const admission = answerOf(admitting);
-    if (admission !== undefined) enter(admission);
+    if (admission !== undefined) enter(request, reply, next, admission);
     // `next` with no error goes on: a rejection without a reason must still stop the request.
-    else admitting.then(enter, (error: unknown) => next((error as Error) || new Error(NO_REASON)));
+    else {
+      admitting.then(
+        (later) => enter(request, reply, next, later),
+        (error: unknown) => next((error as Error) || new Error(NO_REASON)),
+      );
+    }
   });
 
   // When the client is gone before the handler answers, Fastify sends nothing for an async
@@ -164,9 +162,65 @@ async function plugin(instance: FastifyInstance, options: HookgateOptions): Prom
   });
 }
 
-/** The settlement watch of each request that holds a claim. */
+/** The admission's answer, or the handler's turn with `request.webhook` set and its claim watched. */
+function enter(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  next: () => void,
+  { answer, claim }: Admission<unknown>,
+): void {
+  if (answer !== undefined) {
+    send(reply, answer);
+    return;
+  }
+  request.webhook = claim.event;
+  (request as Watched)[WIRE] = new Settlement(reply.raw, claim);
+  next();
+}
+
+/**
+ * Settles a claim on the status the response put on the wire, read when the response closes
+ * (Fastify writes every answer, its error handler's too, through `res.writeHead`, and changes
+ * no status once the reply is sent). When the connection closed before the response ended,
+ * the handler's end decides ({@link Settlement.appDone}), or the response, if the app still
+ * ends it: whichever comes first. One `close` listener per request, nothing wrapped.
+ */
+class Settlement {
+  readonly #claim: Claim;
+  #closed = false;
+  #settled = false;
+  #app: { status: number; error: unknown } | undefined;
+
+  constructor(res: ServerResponse, claim: Claim) {
+    this.#claim = claim;
+    res.on('close', () => {
+      if (res.writableEnded) this.#settle(res.statusCode, this.#app?.error);
+      else {
+        this.#closed = true;
+        if (this.#app !== undefined) this.#settle(this.#app.status, this.#app.error);
+      }
+    });
+  }
+
+  /** The handler is done, having answered `status` (500 with `error` when it threw). */
+  appDone(status: number, error?: unknown): void {
+    this.#app = { status, error };
+    if (this.#closed) this.#settle(status, error);
+  }
+
+  #settle(status: number, error: unknown): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    void settleFromResponse(this.#claim, status, error);
+  }
+}
+
+/** The settlement of each request that holds a claim. */
 const WIRE = Symbol('hookgate.wire');
-type Watched = FastifyRequest & { [WIRE]?: WireWatch };
+type Watched = FastifyRequest & { [WIRE]?: Settlement };
+
+/** A Fastify body parser's callback. */
+type Parsed = (error: Error | null, body?: unknown) => void;
 
 const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
   typeof (value as PromiseLike<unknown> | undefined)?.then === 'function';

@@ -24,23 +24,38 @@ export type BodyRead =
  * mid-body is `'aborted'`, not an error (nothing was claimed, there is nobody to answer).
  */
 export function readBody(req: IncomingMessage, limit: number): Promise<BodyRead> {
-  if (Number(req.headers['content-length']) > limit) return Promise.resolve('too-large');
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const finish = (result: BodyRead) => {
-      req.off('data', onData).off('end', onEnd).off('error', onGone).off('close', onGone);
-      resolve(result);
-    };
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) finish('too-large');
-      else chunks.push(chunk);
-    };
-    const onEnd = () => finish(Buffer.concat(chunks, size));
-    const onGone = () => finish('aborted');
-    req.on('data', onData).on('end', onEnd).on('error', onGone).on('close', onGone);
-  });
+  return new Promise((resolve) => readBodyThen(req, limit, resolve));
+}
+
+/**
+ * {@link readBody} for a caller that takes a callback (a Fastify body parser): `then` is called
+ * once, with the bytes or why there are none, and no promise is made.
+ */
+export function readBodyThen(
+  req: IncomingMessage,
+  limit: number,
+  then: (read: BodyRead) => void,
+): void {
+  if (Number(req.headers['content-length']) > limit) {
+    then('too-large');
+    return;
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const finish = (result: BodyRead) => {
+    req.off('data', onData).off('end', onEnd).off('error', onGone).off('close', onGone);
+    then(result);
+  };
+  const onData = (chunk: Buffer) => {
+    size += chunk.length;
+    if (size > limit) finish('too-large');
+    else chunks.push(chunk);
+  };
+  // A body of one chunk (most webhooks) is that chunk, not a copy of it: Node gives each chunk
+  // a buffer of its own.
+  const onEnd = () => finish(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+  const onGone = () => finish('aborted');
+  req.on('data', onData).on('end', onEnd).on('error', onGone).on('close', onGone);
 }
 
 /** Handed to a {@link settleOnWire} watch once the app is done with the request. */
