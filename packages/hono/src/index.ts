@@ -6,6 +6,7 @@
  */
 import {
   admit,
+  answerOf,
   type BindingOptions,
   bindingOptions,
   bodyConsumed,
@@ -60,7 +61,9 @@ export function hookgate<TPayload = unknown>(
 
   return async function hookgateMiddleware(c, next) {
     const body = await rawBodyOf(c, resolved);
-    const { answer, claim } = await admit(resolved, body, c.req.raw.headers);
+    const admitting = admit(resolved, body, c.req.raw.headers);
+    // Read at once when verify and the store answered without waiting (see `answerOf`).
+    const { answer, claim } = answerOf(admitting) ?? (await admitting);
     if (answer !== undefined) {
       return c.json(answer.body, answer.status as ContentfulStatusCode, answer.headers);
     }
@@ -83,49 +86,48 @@ const GONE =
 
 /**
  * The exact body bytes, or why there are none. Only Hono's public API: `c.req.raw`, and
- * `c.req.arrayBuffer()`, which reads through Hono's body cache.
+ * `c.req.arrayBuffer()`, which reads through Hono's body cache. One promise to wait for on the
+ * usual path (a `Content-Length`), not a chain of async functions.
  */
-async function rawBodyOf(
+function rawBodyOf(
   c: Context,
   { gate, limit }: { gate: Gate<unknown>; limit: number },
-): Promise<Uint8Array | 'too-large' | 'aborted'> {
+): Promise<Body> {
   const raw = c.req.raw;
   if (raw.bodyUsed) {
     // Read before us. Through Hono's own readers (c.req.json(), text(), validators), which
     // cache it: c.req.arrayBuffer() gives the bytes back. Through the Request itself: gone.
-    let bytes: Uint8Array;
-    try {
-      bytes = new Uint8Array(await c.req.arrayBuffer());
-    } catch {
-      throw bodyConsumed(gate, '@hookgate/hono', GONE);
-    }
-    return bytes.byteLength > limit ? 'too-large' : bytes;
+    return c.req.arrayBuffer().then(
+      (buffer) => limited(buffer, limit),
+      () => {
+        throw bodyConsumed(gate, '@hookgate/hono', GONE);
+      },
+    );
   }
-  try {
-    return await readLimited(c, raw, limit);
-  } catch {
-    // The client went away (or the connection failed) before the body ended.
-    return 'aborted';
-  }
+  const length = raw.headers.get('content-length');
+  if (length === null) return readChunked(raw, limit).catch(aborted);
+  if (Number(length) > limit) return Promise.resolve('too-large');
+  // The HTTP parser delivers exactly Content-Length bytes, so the limit holds without counting
+  // chunks. c.req.arrayBuffer() takes the runtime's direct path (@hono/node-server reads the
+  // IncomingMessage, where body.getReader() builds a web stream over it: half the rate) and
+  // keeps the bytes in Hono's body cache for the handler's c.req.json() / text().
+  return c.req.arrayBuffer().then((buffer) => limited(buffer, limit), aborted);
 }
 
-async function readLimited(
-  c: Context,
-  raw: Request,
-  limit: number,
-): Promise<Uint8Array | 'too-large'> {
-  const length = raw.headers.get('content-length');
-  if (length !== null) {
-    if (Number(length) > limit) return 'too-large';
-    // The HTTP parser delivers exactly Content-Length bytes, so the limit holds without
-    // counting chunks. c.req.arrayBuffer() takes the runtime's direct path (@hono/node-server
-    // reads the IncomingMessage, where body.getReader() builds a web stream over it: half the
-    // rate) and keeps the bytes in Hono's body cache for the handler's c.req.json() / text().
-    const bytes = new Uint8Array(await c.req.arrayBuffer());
-    return bytes.byteLength > limit ? 'too-large' : bytes;
-  }
-  // Chunked: count the bytes as they come and stop at the limit. They are read from a clone,
-  // so that the request keeps its body for the handler's c.req.json() / text().
+/** What a body read to its end gives: too large, or the bytes. */
+type Body = Uint8Array | 'too-large' | 'aborted';
+
+const limited = (buffer: ArrayBuffer, limit: number): Body =>
+  buffer.byteLength > limit ? 'too-large' : new Uint8Array(buffer);
+
+/** The client went away (or the connection failed) before the body ended. */
+const aborted = (): Body => 'aborted';
+
+/**
+ * A chunked body: count the bytes as they come and stop at the limit. They are read from a
+ * clone, so that the request keeps its body for the handler's c.req.json() / text().
+ */
+async function readChunked(raw: Request, limit: number): Promise<Uint8Array | 'too-large'> {
   const chunks: Uint8Array[] = [];
   let size = 0;
   const copy = raw.clone();
