@@ -114,7 +114,7 @@ function rawBodyOf(
   return c.req.arrayBuffer().then((buffer) => limited(buffer, limit), aborted);
 }
 
-/** What a body read to its end gives: too large, or the bytes. */
+/** The body's bytes, or why there are none: over the limit, or the client gone mid-body. */
 type Body = Uint8Array | 'too-large' | 'aborted';
 
 const limited = (buffer: ArrayBuffer, limit: number): Body =>
