@@ -3,7 +3,7 @@
  *
  * @packageDocumentation
  */
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import {
   type Admission,
   type Answer,
@@ -12,14 +12,12 @@ import {
   type BindingOptions,
   bindingOptions,
   bodyConsumed,
-  type Claim,
   type Verify as CoreVerify,
   createError,
   type Gate,
-  settleFromResponse,
   type WebhookEvent,
 } from '@hookgate/core';
-import { type BodyRead, readBodyThen } from '@hookgate/core/node';
+import { type BodyRead, readBodyThen, settleOnWire, type WireWatch } from '@hookgate/core/node';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 declare module 'fastify' {
@@ -174,50 +172,14 @@ function enter(
     return;
   }
   request.webhook = claim.event;
-  (request as Watched)[WIRE] = new Settlement(reply.raw, claim);
+  // Fastify writes every answer (its error handler's too) through res.writeHead.
+  (request as Watched)[WIRE] = settleOnWire(reply.raw, claim);
   next();
 }
 
-/**
- * Settles a claim on the status the response put on the wire, read when the response closes
- * (Fastify writes every answer, its error handler's too, through `res.writeHead`, and changes
- * no status once the reply is sent). When the connection closed before the response ended,
- * the handler's end decides ({@link Settlement.appDone}), or the response, if the app still
- * ends it: whichever comes first. One `close` listener per request, nothing wrapped.
- */
-class Settlement {
-  readonly #claim: Claim;
-  #closed = false;
-  #settled = false;
-  #app: { status: number; error: unknown } | undefined;
-
-  constructor(res: ServerResponse, claim: Claim) {
-    this.#claim = claim;
-    res.on('close', () => {
-      if (res.writableEnded) this.#settle(res.statusCode, this.#app?.error);
-      else {
-        this.#closed = true;
-        if (this.#app !== undefined) this.#settle(this.#app.status, this.#app.error);
-      }
-    });
-  }
-
-  /** The handler is done, having answered `status` (500 with `error` when it threw). */
-  appDone(status: number, error?: unknown): void {
-    this.#app = { status, error };
-    if (this.#closed) this.#settle(status, error);
-  }
-
-  #settle(status: number, error: unknown): void {
-    if (this.#settled) return;
-    this.#settled = true;
-    void settleFromResponse(this.#claim, status, error);
-  }
-}
-
-/** The settlement of each request that holds a claim. */
+/** The settlement watch of each request that holds a claim. */
 const WIRE = Symbol('hookgate.wire');
-type Watched = FastifyRequest & { [WIRE]?: Settlement };
+type Watched = FastifyRequest & { [WIRE]?: WireWatch };
 
 /** A Fastify body parser's callback. */
 type Parsed = (error: Error | null, body?: unknown) => void;

@@ -11,17 +11,10 @@ export default `-- done-1: mark a claim done, if (and only if) no other token ho
 --          0 when another token's record is there (left as it is);
 --          -1 when the key holds a value hookgate did not write (left as it is).
 local value = redis.call('GET', KEYS[1])
--- The usual case first, without the patterns: our own claim, no fingerprint (the record is then
--- the bare token, or d:<token> for a token that is not all digits).
-if ARGV[3] == '' and value == 'p:' .. ARGV[1] then
-  local record = ARGV[1]
-  if not string.match(record, '^%d+$') then record = 'd:' .. record end
-  redis.call('SET', KEYS[1], record, 'PX', ARGV[2])
-  return 1
-end
 local suffix = ''
 if ARGV[3] ~= '' then suffix = ':' .. ARGV[3] end
-if value then
+-- The usual case, our own claim (p:<token>), skips the patterns: its token and rest are known.
+if value and value ~= 'p:' .. ARGV[1] then
   local kind, token, rest = string.match(value, '^([pd]):([^:]+)(.*)$')
   if not kind then
     token = string.match(value, '^(%d+)$')

@@ -263,9 +263,9 @@ export function commandTests<C extends object>(given: RedisDriver<C>): void {
      * `used_memory` once the server is at rest: no hash table in the middle of a rehash (both
      * its tables allocated), as many clients connected as at the reading it is compared with,
      * `clients` (the measuring ones are closed before a reading, their buffers freed), and the
-     * same figure twice in a row. Redis allocates a
-     * command's latency histogram (24,688 bytes) when the command is first called, after it
-     * ran: the first `INFO` does not count its own.
+     * same figure twice in a row. Redis allocates a command's latency histogram (24,688
+     * bytes) when the command is first called, after it ran: the first `INFO` does not count
+     * its own.
      */
     async function usedMemory(clients?: string): Promise<{ used: number; clients: string }> {
       let last = Number.NaN;
