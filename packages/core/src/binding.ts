@@ -445,15 +445,20 @@ export const ABORTED: Answer = {
  * handler set afterwards. Never rejects: a lost lease or a store failure here has already been
  * reported through the gate's `onDecision`.
  */
-export async function settleFromResponse(
-  claim: Claim,
-  status: number,
-  error?: unknown,
-): Promise<void> {
+export function settleFromResponse(claim: Claim, status: number, error?: unknown): Promise<void> {
+  // Not `async`: one promise per settlement, not an async frame and its promise besides (this
+  // runs for every delivery a binding hands on).
+  let settling: Promise<void>;
   try {
-    if (status >= 200 && status < 300) await claim.done();
-    else await claim.fail(error ?? new Error(`handler answered ${status}`));
+    settling =
+      status >= 200 && status < 300
+        ? claim.done()
+        : claim.fail(error ?? new Error(`handler answered ${status}`));
   } catch {
-    // Reported by the gate.
+    return settledQuietly; // reported by the gate (a gate of another making may throw)
   }
+  return Promise.resolve(settling).then(undefined, ignore); // reported by the gate
 }
+
+const settledQuietly = Promise.resolve();
+const ignore = () => {};

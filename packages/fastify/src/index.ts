@@ -147,12 +147,8 @@ async function plugin(instance: FastifyInstance, options: HookgateOptions): Prom
         wire?.appDone(500, error);
         throw error;
       }
-      if (wire !== undefined && isPromiseLike(result)) {
-        result.then(
-          () => wire.appDone(reply.statusCode),
-          (error: unknown) => wire.appDone(500, error),
-        );
-      } else if (wire !== undefined && reply.sent) {
+      if (wire !== undefined && isPromiseLike(result)) wire.appDoneWhen(result);
+      else if (wire !== undefined && reply.sent) {
         wire.appDone(reply.statusCode);
       }
       return result;

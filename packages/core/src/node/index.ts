@@ -66,6 +66,13 @@ export interface WireWatch {
    * does end, its own status decides.
    */
   appDone(status: number, error?: unknown): void;
+  /**
+   * {@link WireWatch.appDone} once `handling` settles: with the response's `statusCode` then
+   * when it fulfils, with 500 and the reason when it rejects. For an app whose handler's
+   * promise ends its part (a Fastify route). Nothing is attached to `handling` unless the
+   * connection closes before the response ends: the usual delivery costs no reaction.
+   */
+  appDoneWhen(handling: PromiseLike<unknown>): void;
 }
 
 /**
@@ -81,43 +88,102 @@ export interface WireWatch {
  * heartbeat's `maxMs`).
  */
 export function settleOnWire(res: ServerResponse, claim: Claim): WireWatch {
-  let sent: number | undefined;
-  let closed = false;
-  let done: { status: number; error?: unknown } | undefined;
-  let settled = false;
-  const settle = (status: number, error?: unknown) => {
-    if (settled) return;
-    settled = true;
-    void settleFromResponse(claim, status, error);
-  };
-
+  const watched = res as Watched;
+  const before = watched[WATCH];
   // Watch the status at the moment the headers are written, as `on-headers` does: Node writes
   // them through `writeHead`, also implicitly (`res.end()` calls it with `res.statusCode`).
-  const writeHead = res.writeHead;
-  res.writeHead = function watchedWriteHead(this: ServerResponse, ...args: unknown[]) {
-    const result = (writeHead as (...a: unknown[]) => ServerResponse).apply(this, args);
-    sent ??= this.statusCode;
-    return result;
-  } as ServerResponse['writeHead'];
+  const watch = new Watch(res, claim, before, before?.writeHead ?? res.writeHead);
+  watched[WATCH] = watch;
+  if (before !== undefined) return watch; // the response is watched already: one more claim
+  res.writeHead = watchedWriteHead as ServerResponse['writeHead'];
+  // `on`, not `once`: each event comes once per response, and `once` would wrap each listener
+  // in a closure of its own. No `finish` listener: Node emits `prefinish` before it, always
+  // (both once the response has ended), and `close` covers a response that ended but whose
+  // socket went before either. The listeners and the `writeHead` wrapper are the same functions
+  // for every response, and find its watches on it: no closure per delivery.
+  res.on('prefinish', onPrefinish);
+  res.on('close', onClose);
+  return watch;
+}
 
-  // The app's error, when it told one, explains a non-2xx answer (Koa writes its 500 after).
-  // `on`, not `once`: each event comes once per response, `settle` runs once whatever calls it,
-  // and `once` would wrap each listener in a closure of its own. No `finish` listener: Node
-  // emits `prefinish` before it, always (both once the response has ended), and `close` covers
-  // a response that ended but whose socket went before either.
-  const onEnded = () => settle(sent ?? res.statusCode, done?.error);
-  res.on('prefinish', onEnded);
-  res.on('close', () => {
-    if (res.writableEnded) onEnded();
-    else {
-      closed = true;
-      if (done !== undefined) settle(done.status, done.error);
+/** Where a response keeps its watches: the newest, linked to the one before it. */
+const WATCH = Symbol('hookgate.wire');
+type Watched = ServerResponse & { [WATCH]?: Watch };
+
+/** One claim's watch on a response. */
+class Watch implements WireWatch {
+  /** The status of the headers written, once they are. */
+  sent: number | undefined = undefined;
+  /** The connection closed before the response ended. */
+  closed = false;
+  /** What the app said when it was done, once it has. */
+  appStatus: number | undefined = undefined;
+  appError: unknown = undefined;
+  /** The app's promise, watched only if the connection closes first. */
+  handling: PromiseLike<unknown> | undefined = undefined;
+  settled = false;
+
+  constructor(
+    readonly res: ServerResponse,
+    readonly claim: Claim,
+    /** The watch of another claim on the same response, made before this one. */
+    readonly next: Watch | undefined,
+    /** The response's own `writeHead`, from before the first watch. */
+    readonly writeHead: ServerResponse['writeHead'],
+  ) {}
+
+  appDone(status: number, error?: unknown): void {
+    this.appStatus = status;
+    this.appError = error;
+    if (this.closed) this.settle(status, error);
+  }
+
+  appDoneWhen(handling: PromiseLike<unknown>): void {
+    this.handling = handling;
+    if (this.closed) this.closedEarly();
+  }
+
+  /** The response ended: its status on the wire decides (the app's error explains a non-2xx). */
+  ended(): void {
+    this.settle(this.sent ?? this.res.statusCode, this.appError);
+  }
+
+  /** The connection closed before the response ended: settle as the app ends. */
+  closedEarly(): void {
+    this.closed = true;
+    const { handling } = this;
+    if (this.appStatus !== undefined) this.settle(this.appStatus, this.appError);
+    else if (handling !== undefined) {
+      this.handling = undefined;
+      handling.then(
+        () => this.appDone(this.res.statusCode),
+        (error: unknown) => this.appDone(500, error),
+      );
     }
-  });
-  return {
-    appDone(status, error) {
-      done = { status, error };
-      if (closed) settle(status, error);
-    },
-  };
+  }
+
+  settle(status: number, error: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    void settleFromResponse(this.claim, status, error);
+  }
+}
+
+function watchedWriteHead(this: Watched): ServerResponse {
+  const newest = this[WATCH]!;
+  // biome-ignore lint/complexity/noArguments: passed on as they are, with no array made of them
+  const result = newest.writeHead.apply(this, arguments as never);
+  for (let w: Watch | undefined = newest; w !== undefined; w = w.next) w.sent ??= this.statusCode;
+  return result;
+}
+
+function onPrefinish(this: Watched): void {
+  for (let w = this[WATCH]; w !== undefined; w = w.next) w.ended();
+}
+
+function onClose(this: Watched): void {
+  for (let w = this[WATCH]; w !== undefined; w = w.next) {
+    if (this.writableEnded) w.ended();
+    else w.closedEarly();
+  }
 }
