@@ -18,7 +18,7 @@ const CONCURRENCY = 8;
 let counter = 0;
 
 /** A Stripe-like delivery of a new event. */
-function payload(): string {
+export function payload(): string {
   return JSON.stringify({
     id: `evt_${(counter++).toString(36)}`,
     type: 'invoice.paid',
@@ -30,10 +30,10 @@ function payload(): string {
 const freshGate = (): Gate => createGate({ store: new MemoryStore(), eventId: 'id' });
 
 /** The route guarded by the plugin. */
-async function withPlugin(): Promise<FastifyInstance> {
+export async function withPlugin(gate: Gate = freshGate()): Promise<FastifyInstance> {
   const app = Fastify();
   await app.register(async (scope) => {
-    await scope.register(hookgate, { gate: freshGate(), verify: false });
+    await scope.register(hookgate, { gate, verify: false });
     scope.post('/webhooks', async (_request, reply) => reply.code(200).send({ ok: true }));
   });
   await app.ready();
@@ -41,8 +41,7 @@ async function withPlugin(): Promise<FastifyInstance> {
 }
 
 /** What a careful hand-written route does: keep the bytes, `gate.run`, map the outcome. */
-async function byHand(): Promise<FastifyInstance> {
-  const gate = freshGate();
+export async function byHand(gate: Gate = freshGate()): Promise<FastifyInstance> {
   const app = Fastify();
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
