@@ -12,12 +12,14 @@ import {
   type BindingOptions,
   bindingOptions,
   bodyConsumed,
+  type Claim,
   type Verify as CoreVerify,
   createError,
   type Gate,
+  settleFromResponse,
   type WebhookEvent,
 } from '@hookgate/core';
-import { type BodyRead, readBodyThen, settleOnWire, type WireWatch } from '@hookgate/core/node';
+import { type BodyRead, readBodyThen, settleOnWire } from '@hookgate/core/node';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 declare module 'fastify' {
@@ -101,7 +103,7 @@ async function plugin(instance: FastifyInstance, options: HookgateOptions): Prom
   // The wire watch of the request's claim, for the route wrapper below: a decoration (set in
   // every request's constructor, so requests keep one shape) rather than a WeakMap entry, which
   // costs the garbage collector more per request.
-  instance.decorateRequest(WIRE, undefined);
+  instance.decorateRequest(CLAIM, undefined);
 
   // Every body of this scope, whatever its content type, as exact bytes (or why there are none).
   // A callback parser: Fastify waits for no promise of ours.
@@ -116,7 +118,7 @@ async function plugin(instance: FastifyInstance, options: HookgateOptions): Prom
   // A callback hook, not an async one: a delivery admitted at once (verify and the store
   // answered without waiting, see `answerOf`) reaches the handler in the same turn, with no
   // promise of the hook's own. Fastify turns a throw here into its error answer (500).
-  instance.addHook('preHandler', function hookgatePreHandler(request, reply, next) {
+  function hookgatePreHandler(request: FastifyRequest, reply: FastifyReply, next: Next): void {
     const admitting = admit(resolved, rawBodyOf(request, resolved), request.headers);
     const admission = answerOf(admitting);
     if (admission !== undefined) enter(request, reply, next, admission);
@@ -127,40 +129,63 @@ async function plugin(instance: FastifyInstance, options: HookgateOptions): Prom
         (error: unknown) => next((error as Error) || new Error(NO_REASON)),
       );
     }
-  });
+  }
 
-  // When the client is gone before the handler answers, Fastify sends nothing for an async
-  // handler that resolves without calling reply.send(): the handler's end is then the only sign
-  // it is done. A handler that answers later through reply.send() is seen on the wire instead.
+  // Each route of the scope gets the hook that admits its deliveries and a handler that settles
+  // their claims, together: a route declared in the scope before the plugin gets neither (only
+  // its raw body), as `onRoute` never sees it. The hook comes before the route's own
+  // `preHandler` hooks, after the scope's.
   instance.addHook('onRoute', (route) => {
     if ((route.schema as { body?: unknown } | undefined)?.body !== undefined) {
       // Fastify would validate the bytes against it and answer 400 to every delivery.
       throw createError('@hookgate/fastify', 'INVALID_OPTIONS', BODY_SCHEMA(route.url));
     }
+    const own = route.preHandler;
+    route.preHandler =
+      own === undefined ? hookgatePreHandler : [hookgatePreHandler].concat(own as never);
     const handler = route.handler;
     route.handler = function hookgateHandler(this: FastifyInstance, request, reply) {
-      const wire = (request as Watched)[WIRE];
+      const claim = (request as Held)[CLAIM];
+      if (claim === undefined) return handler.call(this, request, reply);
       let result: unknown;
       try {
         result = handler.call(this, request, reply);
       } catch (error) {
-        wire?.appDone(500, error);
+        handled(reply, claim, 500, error);
         throw error;
       }
-      if (wire !== undefined && isPromiseLike(result)) wire.appDoneWhen(result);
-      else if (wire !== undefined && reply.sent) {
-        wire.appDone(reply.statusCode);
+      if (isPromiseLike(result)) {
+        result.then(
+          () => handled(reply, claim, reply.raw.statusCode, undefined),
+          (error: unknown) => handled(reply, claim, 500, error),
+        );
+      } else {
+        // A callback handler may answer later: the response is watched for it.
+        settleOnWire(reply.raw, claim);
       }
       return result;
     };
   });
 }
 
-/** The admission's answer, or the handler's turn with `request.webhook` set and its claim watched. */
+/**
+ * An async handler is done (`status` and `error` are what it ended with). Most have answered by
+ * then (`return reply.send(...)`): the response has ended, and the status it wrote settles the
+ * claim, with no watch on the response. Otherwise Fastify answers next (with the value the
+ * handler resolved with, or its error handler's answer) and the response is watched for it; if
+ * the client is gone already, nothing will reach the wire, and `status` settles it.
+ */
+function handled(reply: FastifyReply, claim: Claim, status: number, error: unknown): void {
+  const res = reply.raw;
+  if (res.writableEnded) void settleFromResponse(claim, res.statusCode, error);
+  else settleOnWire(res, claim).appDone(status, error);
+}
+
+/** The admission's answer, or the handler's turn with `request.webhook` set and its claim held. */
 function enter(
   request: FastifyRequest,
   reply: FastifyReply,
-  next: () => void,
+  next: Next,
   { answer, claim }: Admission<unknown>,
 ): void {
   if (answer !== undefined) {
@@ -168,14 +193,17 @@ function enter(
     return;
   }
   request.webhook = claim.event;
-  // Fastify writes every answer (its error handler's too) through res.writeHead.
-  (request as Watched)[WIRE] = settleOnWire(reply.raw, claim);
+  // The route's handler settles the claim when it is done: see `hookgateHandler`.
+  (request as Held)[CLAIM] = claim;
   next();
 }
 
-/** The settlement watch of each request that holds a claim. */
-const WIRE = Symbol('hookgate.wire');
-type Watched = FastifyRequest & { [WIRE]?: WireWatch };
+/** The claim of each request that holds one, for the route wrapper. */
+const CLAIM = Symbol('hookgate.claim');
+type Held = FastifyRequest & { [CLAIM]?: Claim };
+
+/** A Fastify hook's callback. */
+type Next = (error?: Error) => void;
 
 /** A Fastify body parser's callback. */
 type Parsed = (error: Error | null, body?: unknown) => void;

@@ -239,6 +239,74 @@ for (const [name, fastify] of majors) {
       await expect(app.ready()).rejects.toThrow(/verify/);
     });
 
+    it('settles on the status each kind of handler answers, whether it answers before its end or after', async () => {
+      const decisions: string[] = [];
+      await start((app) =>
+        app.register(async (scope) => {
+          await scope.register(hookgate, { gate: gateWith(decisions), verify: false });
+          scope.setErrorHandler((_error, _request, reply) => reply.code(202).send({ ok: 'late' }));
+          scope.post('/sync-send', (_request, reply) => {
+            reply.code(201).send({ ok: true });
+          });
+          scope.post('/sync-later', (_request, reply) => {
+            setTimeout(() => reply.code(500).send({ ok: false }), 20);
+          });
+          scope.post('/async-value', async () => ({ ok: true }));
+          scope.post('/async-later', async (_request, reply) => {
+            setTimeout(() => reply.code(503).send({ ok: false }), 20);
+            return reply;
+          });
+          scope.post('/async-404', async (_request, reply) => reply.callNotFound());
+          // Its error handler answers 202: what reached the provider decides.
+          scope.post('/throws', async () => {
+            throw new Error('handled by the scope');
+          });
+        }),
+      );
+      const settled = async (path: string, status: number) => {
+        const before = decisions.length;
+        const res = await fetch(`${url}${path}`, json({ id: path }));
+        expect(res.status).toBe(status);
+        for (let waited = 0; decisions.length < before + 2 && waited < 5_000; waited += 5) {
+          await sleep(5);
+        }
+        return decisions.slice(before);
+      };
+      expect(await settled('/sync-send', 201)).toEqual(['new', 'done']);
+      expect(await settled('/sync-later', 500)).toEqual(['new', 'released']);
+      expect(await settled('/async-value', 200)).toEqual(['new', 'done']);
+      expect(await settled('/async-later', 503)).toEqual(['new', 'released']);
+      expect(await settled('/async-404', 404)).toEqual(['new', 'released']);
+      expect(await settled('/throws', 202)).toEqual(['new', 'done']);
+    });
+
+    it("admits before the route's own preHandler hooks, after the scope's; a route declared before the plugin is not guarded", async () => {
+      const seen: string[] = [];
+      await start((app) =>
+        app.register(async (scope) => {
+          scope.post('/declared-first', async (request) => ({ webhook: request.webhook ?? null }));
+          await scope.register(hookgate, { gate: gateWith(), verify: false });
+          scope.addHook('preHandler', async (request) => {
+            seen.push(`scope: ${request.webhook === undefined ? 'none' : 'webhook'}`);
+          });
+          scope.post(
+            '/webhooks',
+            {
+              preHandler: async (request) => {
+                seen.push(`route: ${request.webhook === undefined ? 'none' : 'webhook'}`);
+              },
+            },
+            async () => ({ ok: true }),
+          );
+        }),
+      );
+      expect((await fetch(`${url}/webhooks`, json({ id: 'evt_1' }))).status).toBe(200);
+      expect(seen).toEqual(['scope: none', 'route: webhook']);
+      // onRoute never saw it: its body is still read as bytes, and nothing claims it.
+      const first = await fetch(`${url}/declared-first`, json({ id: 'evt_2' }));
+      expect(await first.json()).toEqual({ webhook: null });
+    });
+
     it('settles a claim whose handler resolves without sending after the client left', async () => {
       // Fastify sends nothing for such a handler once the request is aborted: the end of the
       // handler is then the only sign it is done, and its status (200 here) decides.

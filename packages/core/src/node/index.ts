@@ -66,13 +66,6 @@ export interface WireWatch {
    * does end, its own status decides.
    */
   appDone(status: number, error?: unknown): void;
-  /**
-   * {@link WireWatch.appDone} once `handling` settles: with the response's `statusCode` then
-   * when it fulfils, with 500 and the reason when it rejects. For an app whose handler's
-   * promise ends its part (a Fastify route). Nothing is attached to `handling` unless the
-   * connection closes before the response ends: the usual delivery costs no reaction.
-   */
-  appDoneWhen(handling: PromiseLike<unknown>): void;
 }
 
 /**
@@ -86,10 +79,21 @@ export interface WireWatch {
  * anyway (an Express handler runs on), or for {@link WireWatch.appDone}, whichever comes first.
  * A handler that never answers leaves the claim to expire after `claimTtlMs` (or the
  * heartbeat's `maxMs`).
+ *
+ * A watch may begin late. On a response that has ended already, it settles at once on the
+ * status written; on one whose connection closed already, it settles on `appDone`. So an app
+ * whose handler usually answers before its promise settles (a Fastify route) can wait for that
+ * promise and only then watch, and most responses are never watched at all.
  */
 export function settleOnWire(res: ServerResponse, claim: Claim): WireWatch {
   const watched = res as Watched;
   const before = watched[WATCH];
+  if (res.writableEnded || res.destroyed) {
+    const late = new Watch(res, claim, undefined, res.writeHead);
+    if (res.writableEnded) late.ended();
+    else late.closedEarly();
+    return late;
+  }
   // Watch the status at the moment the headers are written, as `on-headers` does: Node writes
   // them through `writeHead`, also implicitly (`res.end()` calls it with `res.statusCode`).
   const watch = new Watch(res, claim, before, before?.writeHead ?? res.writeHead);
@@ -119,8 +123,6 @@ class Watch implements WireWatch {
   /** What the app said when it was done, once it has. */
   appStatus: number | undefined = undefined;
   appError: unknown = undefined;
-  /** The app's promise, watched only if the connection closes first. */
-  handling: PromiseLike<unknown> | undefined = undefined;
   settled = false;
 
   constructor(
@@ -138,11 +140,6 @@ class Watch implements WireWatch {
     if (this.closed) this.settle(status, error);
   }
 
-  appDoneWhen(handling: PromiseLike<unknown>): void {
-    this.handling = handling;
-    if (this.closed) this.closedEarly();
-  }
-
   /** The response ended: its status on the wire decides (the app's error explains a non-2xx). */
   ended(): void {
     this.settle(this.sent ?? this.res.statusCode, this.appError);
@@ -151,15 +148,7 @@ class Watch implements WireWatch {
   /** The connection closed before the response ended: settle as the app ends. */
   closedEarly(): void {
     this.closed = true;
-    const { handling } = this;
     if (this.appStatus !== undefined) this.settle(this.appStatus, this.appError);
-    else if (handling !== undefined) {
-      this.handling = undefined;
-      handling.then(
-        () => this.appDone(this.res.statusCode),
-        (error: unknown) => this.appDone(500, error),
-      );
-    }
   }
 
   settle(status: number, error: unknown): void {
