@@ -262,18 +262,22 @@ export class Lease<TPayload = unknown> {
 
   /**
    * Keep trying a settle the store failed, in the background, with a growing pause (100 ms up
-   * to 5 s), until the claim would have expired (`claimTtlMs` from now). Until then the claim
-   * keeps redeliveries out, so a done that lands in time still spares the event a second run
-   * (a store that came back, a connection that was replaced); a release that lands in time lets
-   * the redelivery in sooner. It stops as soon as the lease is settled or lost otherwise.
+   * to an eighth of `claimTtlMs`, at most 5 s), until the claim would have expired
+   * (`claimTtlMs` from now). Until then the claim keeps redeliveries out, so a done that lands
+   * in time still spares the event a second run (a store that came back, a connection that was
+   * replaced); a release that lands in time lets the redelivery in sooner. The pause stays
+   * short beside the claim's life, so that a store back before the claim expires is tried
+   * before it does. It stops as soon as the lease is settled or lost otherwise.
    */
   #later(decision: Settle, cause: unknown): void {
-    const until = Date.now() + this.#host.claimTtlMs;
+    const { claimTtlMs } = this.#host;
+    const until = Date.now() + claimTtlMs;
+    const longest = Math.max(100, Math.min(5_000, claimTtlMs / 8));
     let pause = 100;
     const retry = () => {
       if (this.#phase !== 'settling') return;
       this.#settle(decision, cause, 1, true).catch((error: unknown) => {
-        pause = Math.min(pause * 2, 5_000);
+        pause = Math.min(pause * 2, longest);
         if (error instanceof StoreUnavailableError && Date.now() + pause < until) schedule();
       });
     };

@@ -104,6 +104,32 @@ describe('1b. a settle the store failed goes on in the background until the clai
     });
   });
 
+  it("a store back late in the claim's life is tried before the claim expires: no second run", async () => {
+    // Claimed 2 s before the store went away, with a 6 s claim: the store is back 3.4 s after
+    // the failure, and the claim expires 4 s after it. Pauses that doubled to 3.2 s tried at
+    // 3.1 s and then never again, and the redelivery at 4.5 s ran the event a second time.
+    const store = new MemoryStore();
+    const realDone = store.done.bind(store);
+    let down = false;
+    store.done = (...args) =>
+      down ? Promise.reject(new Error('connection refused')) : realDone(...args);
+    const { gate } = gateWith({ claimTtlMs: 6_000 }, store);
+    const delivery = { payload: { id: 'evt_1' } };
+    let runs = 0;
+    const first = gate.run(delivery, async () => {
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      down = true;
+      return ++runs;
+    });
+    await tick(2_000);
+    expect((await first).status).toBe('processed');
+    await tick(3_400);
+    down = false;
+    await tick(1_100);
+    expect((await gate.run(delivery, () => ++runs)).status).toBe('duplicate');
+    expect(runs).toBe(1);
+  });
+
   it('it gives up when the claim would have expired, and the redelivery runs', async () => {
     const store = new MemoryStore();
     store.done = () => Promise.reject(new Error('down for good'));
