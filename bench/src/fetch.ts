@@ -16,7 +16,7 @@ const CONCURRENCY = 8;
 let counter = 0;
 
 /** A Stripe-like delivery of a new event. */
-function delivery(): Request {
+export function delivery(): Request {
   const body = JSON.stringify({
     id: `evt_${(counter++).toString(36)}`,
     type: 'invoice.paid',
@@ -33,10 +33,10 @@ function delivery(): Request {
 const freshGate = (): Gate => createGate({ store: new MemoryStore(), eventId: 'id' });
 
 /** The handler's own work on both sides: nothing but its answer. */
-const work = () => Response.json({ ok: true });
+export const work = (): Response => Response.json({ ok: true });
 
 /** What a careful hand-written route does: read the body, `gate.run`, map the outcome. */
-function byHand(gate: Gate): (request: Request) => Promise<Response> {
+export function byHand(gate: Gate): (request: Request) => Promise<Response> {
   return async (request) => {
     const rawBody = new Uint8Array(await request.arrayBuffer());
     try {
