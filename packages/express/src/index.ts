@@ -5,7 +5,9 @@
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import {
+  type Admission,
   admit,
+  answerOf,
   type BindingOptions,
   bindingOptions,
   bodyConsumed,
@@ -13,7 +15,7 @@ import {
   type Gate,
   type WebhookEvent,
 } from '@hookgate/core';
-import { type BodyRead, readBody, settleOnWire } from '@hookgate/core/node';
+import { type BodyRead, readBodyThen, settleOnWire } from '@hookgate/core/node';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
 declare global {
@@ -63,9 +65,13 @@ export function keepRawBody(req: IncomingMessage, _res: ServerResponse, buf: Buf
 export function hookgate<TPayload = unknown>(options: HookgateOptions<TPayload>): RequestHandler {
   const resolved = bindingOptions('hookgate/express', options);
 
-  async function handle(req: Request, res: Response, next: NextFunction): Promise<void> {
-    const body = await rawBodyOf(req, resolved);
-    const { answer, claim } = await admit(resolved, body, req.headers);
+  /** The admission's answer, or the next handler's turn with `req.webhook` set. */
+  function enter(
+    req: Request,
+    res: Response,
+    next: NextFunction,
+    { answer, claim }: Admission<unknown>,
+  ): void {
     if (answer !== undefined) {
       res.status(answer.status).set(answer.headers).json(answer.body);
       return;
@@ -75,9 +81,33 @@ export function hookgate<TPayload = unknown>(options: HookgateOptions<TPayload>)
     next();
   }
 
-  return function hookgateMiddleware(req, res, next) {
+  function admitBody(req: Request, res: Response, next: NextFunction, body: BodyRead): void {
+    const admitting = admit(resolved, body, req.headers);
+    // Read at once when verify and the store answered without waiting (see `answerOf`).
+    const admission = answerOf(admitting);
+    if (admission !== undefined) enter(req, res, next, admission);
     // Express 4 ignores a rejected promise: route every error to next() ourselves.
-    handle(req, res, next).catch(next);
+    else admitting.then((later) => enter(req, res, next, later)).catch(next);
+  }
+
+  // Callbacks, not an async function: a body read and an admission answered at once reach the
+  // next handler with no promise of ours.
+  return function hookgateMiddleware(req, res, next) {
+    try {
+      const kept = keptBodyOf(req, resolved);
+      if (kept !== undefined) admitBody(req, res, next, kept);
+      else {
+        readBodyThen(req, resolved.limit, (body) => {
+          try {
+            admitBody(req, res, next, body);
+          } catch (error) {
+            next(error);
+          }
+        });
+      }
+    } catch (error) {
+      next(error);
+    }
   };
 }
 
@@ -85,11 +115,11 @@ const GONE =
   'the request body was consumed before hookgate() could read its raw bytes. ' +
   'Mount hookgate() before any body parser, or keep the bytes: express.json({ verify: keepRawBody }) or express.raw()';
 
-/** The exact body bytes, from a parser that kept them or from the request itself. */
-async function rawBodyOf(
+/** The exact body bytes a parser kept, or `undefined` when none ran (the request has them). */
+function keptBodyOf(
   req: Request,
   { gate, limit }: { gate: Gate<unknown>; limit: number },
-): Promise<BodyRead> {
+): BodyRead | undefined {
   const kept = (req as { rawBody?: unknown }).rawBody ?? req.body;
   if (Buffer.isBuffer(kept) || typeof kept === 'string') {
     const bytes = Buffer.isBuffer(kept) ? kept : Buffer.from(kept);
@@ -98,5 +128,5 @@ async function rawBodyOf(
   if (req.readableDidRead || req.readableEnded || (req as { _body?: boolean })._body === true) {
     throw bodyConsumed(gate, '@hookgate/express', GONE);
   }
-  return readBody(req, limit);
+  return undefined; // not read yet: read it
 }
