@@ -18,7 +18,7 @@ const CONCURRENCY = 8;
 let counter = 0;
 
 /** A Stripe-like delivery of a new event. */
-export function payload(): string {
+function payload(): string {
   return JSON.stringify({
     id: `evt_${(counter++).toString(36)}`,
     type: 'invoice.paid',

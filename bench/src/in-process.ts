@@ -12,14 +12,20 @@ import {
   type Outcome,
   StoreUnavailableError,
 } from '@hookgate/core';
-import { hookgate as expressHookgate } from '@hookgate/express';
-import { hookgate as honoHookgate } from '@hookgate/hono';
-import { hookgate as koaHookgate } from '@hookgate/koa';
-import Router from '@koa/router';
-import express from 'express';
-import { Hono } from 'hono';
-import Koa from 'koa';
-import inject from 'light-my-request';
+
+// Each framework is imported when its row is made, so that a process measuring one loads no
+// other: what else is loaded moves where the collections fall, and so the count.
+let counter = 0;
+
+/** The body of a Stripe-like delivery of a new event, as `pnpm bench`'s in-process rows post. */
+export function newEvent(): string {
+  return JSON.stringify({
+    id: `evt_${(counter++).toString(36)}`,
+    type: 'invoice.paid',
+    created: 1_700_000_000,
+    data: { object: { id: 'in_1', customer: 'cus_1', total: 4200, currency: 'eur' } },
+  });
+}
 
 /** One request to a side: a new delivery of `body`, answered with this status. */
 export type Call = (body: string) => Promise<number>;
@@ -61,13 +67,19 @@ function bytesOf(req: IncomingMessage): Promise<Buffer> {
   });
 }
 
-const injected =
-  (dispatch: Parameters<typeof inject>[0]): Call =>
-  async (body) =>
+async function injected(): Promise<(dispatch: never) => Call> {
+  const { default: inject } = await import('light-my-request');
+  return (dispatch) => async (body) =>
     (await inject(dispatch, { method: 'POST', url: '/webhooks', payload: body, headers: HEADERS }))
       .statusCode;
+}
 
-export function expressSides(gate: () => Gate): [Call, Call] {
+export async function expressSides(gate: () => Gate): Promise<[Call, Call]> {
+  const [{ default: express }, { hookgate: expressHookgate }, call] = await Promise.all([
+    import('express'),
+    import('@hookgate/express'),
+    injected(),
+  ]);
   const binding = express();
   binding.post('/webhooks', expressHookgate({ gate: gate(), verify: false }), (_req, res) => {
     res.status(200).json(work());
@@ -78,10 +90,12 @@ export function expressSides(gate: () => Gate): [Call, Call] {
     const { status, body } = await runByHand(handGate, await bytesOf(req), req.headers);
     res.status(status).json(body);
   });
-  return [injected(binding), injected(hand)];
+  return [call(binding as never), call(hand as never)];
 }
 
-export function koaSides(gate: () => Gate): [Call, Call] {
+export async function koaSides(gate: () => Gate): Promise<[Call, Call]> {
+  const [{ default: Koa }, { default: Router }, { hookgate: koaHookgate }, call] =
+    await Promise.all([import('koa'), import('@koa/router'), import('@hookgate/koa'), injected()]);
   const binding = new Koa();
   const bindingRouter = new Router();
   bindingRouter.post('/webhooks', koaHookgate({ gate: gate(), verify: false }), (ctx) => {
@@ -97,10 +111,14 @@ export function koaSides(gate: () => Gate): [Call, Call] {
     ctx.body = body;
   });
   hand.use(handRouter.routes());
-  return [injected(binding.callback()), injected(hand.callback())];
+  return [call(binding.callback() as never), call(hand.callback() as never)];
 }
 
-export function honoSides(gate: () => Gate): [Call, Call] {
+export async function honoSides(gate: () => Gate): Promise<[Call, Call]> {
+  const [{ Hono }, { hookgate: honoHookgate }] = await Promise.all([
+    import('hono'),
+    import('@hookgate/hono'),
+  ]);
   const binding = new Hono();
   binding.post('/webhooks', honoHookgate({ gate: gate(), verify: false }), (c) => c.json(work()));
   const hand = new Hono();
@@ -113,7 +131,7 @@ export function honoSides(gate: () => Gate): [Call, Call] {
   // With the Content-Length an HTTP request brings (as `@hono/node-server` passes it on): a
   // Request made from a string has none, and the binding would take its path for a chunked body.
   const called =
-    (app: Hono): Call =>
+    (app: InstanceType<typeof Hono>): Call =>
     async (body) => {
       const headers = { ...HEADERS, 'content-length': String(Buffer.byteLength(body)) };
       const response = await app.request('/webhooks', { method: 'POST', body, headers });
