@@ -4,8 +4,9 @@
  * redis-empty-script, redis-minimal-script) against the least a claim and a done by hand send,
  * counted in CPU instructions instead of seconds. The in-process and HTTP rows of `pnpm bench`
  * move by more than the differences they measure (the same Fastify code has measured 0.76x to
- * 1.21x), because seconds of CPU on a shared machine depend on what else runs. Instructions do not: valgrind's cachegrind counts every instruction
- * the process executes, the same for the same binary and inputs whatever the machine does.
+ * 1.21x), because seconds of CPU on a shared machine depend on what else runs. Instructions do
+ * not: valgrind's cachegrind counts every instruction the process executes, the same for the
+ * same binary and inputs whatever the machine does.
  *
  * Each side runs in a process of its own under `valgrind --tool=cachegrind`, with V8 made
  * deterministic (`--single-threaded --predictable`, fixed seeds, no old-generation collection),
@@ -82,7 +83,7 @@ const ROWS: Record<string, () => Promise<[Call, Call]>> = {
   'redis-commands': () =>
     claimThenScript(
       async () => (await import('@hookgate/redis-core')).scripts.done.lua,
-      (token) => [token, DONE_TTL, ''],
+      (token, doneTtl) => [token, doneTtl, ''],
     ),
   'redis-empty-script': () =>
     claimThenScript(
@@ -93,7 +94,7 @@ const ROWS: Record<string, () => Promise<[Call, Call]>> = {
     claimThenScript(
       async () => `if redis.call('GET', KEYS[1]) == ARGV[1] then
         redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) return 1 end return 0`,
-      (token) => ['p:' + token, token, DONE_TTL],
+      (token, doneTtl) => ['p:' + token, token, doneTtl],
     ),
 };
 /**
@@ -118,31 +119,30 @@ async function redisSides(
     },
   ];
 }
-const DONE_TTL = 86_400_000;
-
 /**
  * A Redis row whose first side sends the claim `gate.run` sends (`SET key p:<token> PX 300000
  * NX GET`), then `lua` by `EVALSHA` with `args(token)`, which must answer 1.
  */
 function claimThenScript(
   lua: () => Promise<string>,
-  args: (token: string) => (string | number)[],
+  args: (token: string, doneTtl: number) => (string | number)[],
 ): Promise<[Call, Call]> {
   return redisSides(async (client) => {
+    const { CLAIM_TTL, DONE_TTL } = await import('./src/redis.js');
     const sha = (await client.script('LOAD', await lua())) as string;
     let tokens = 2 ** 52; // 16 digits, as the gate's owner tokens
     return async (id) => {
       const key = `hookgate:evt:${id}`;
       const token = String(tokens++);
-      if ((await client.set(key, 'p:' + token, 'PX', 300_000, 'NX', 'GET')) !== null) return 500;
-      return (await client.evalsha(sha, 1, key, ...args(token))) === 1 ? 200 : 500;
+      if ((await client.set(key, 'p:' + token, 'PX', CLAIM_TTL, 'NX', 'GET')) !== null) return 500;
+      return (await client.evalsha(sha, 1, key, ...args(token, DONE_TTL))) === 1 ? 200 : 500;
     };
   });
 }
 
 /** How many requests each row has in flight: one delivery at a time over Redis, as its c=1 row. */
 const inFlight = (row: string) => (row.startsWith('redis') ? 1 : IN_FLIGHT);
-/** The environment variable that gives the redis row's child its server's port. */
+/** The environment variable that gives a Redis row's child its server's port. */
 const REDIS_PORT = 'HOOKGATE_INSTRUCTIONS_REDIS_PORT';
 const SIDES = ['the binding', 'by hand'] as const;
 const SHORT = 3_000;
@@ -287,7 +287,7 @@ function gateAnsweringAtOnce(): Gate {
 
 /**
  * Instructions executed by a child process posting `requests` deliveries to a row's side; for
- * the redis row, also those of its Redis server, a `redis-server` of its own under valgrind.
+ * a Redis row, also those of its Redis server, a `redis-server` of its own under valgrind.
  */
 async function count(row: string, side: number, requests: number): Promise<number[]> {
   const what = `${row}/${SIDES[side]} × ${requests}`;

@@ -12,8 +12,9 @@ import { createClient } from 'redis';
 import { payloadOfSize } from './keys.js';
 import { alternate, asyncSide, type Plan, type Row } from './measure.js';
 
-const CLAIM_TTL = 300_000;
-const DONE_TTL = 86_400_000;
+/** The claim's and the done record's TTLs, in milliseconds, on both sides of every row. */
+export const CLAIM_TTL = 300_000;
+export const DONE_TTL = 86_400_000;
 const NS = 'hookgate';
 
 /** The raw commands a baseline sends, over either client. */
