@@ -1,18 +1,11 @@
-import { mapConcurrently } from './batch.js';
+import { admitBatch } from './admit-batch.js';
+import { ABORTED, type Admission, admission, refusal, TOO_LARGE } from './answers.js';
+import type { Claim } from './claim.js';
 import { reporterOf } from './decisions.js';
-import {
-  createError,
-  ErrorCode,
-  type HookgateError,
-  InvalidDeliveryError,
-  invalidOption,
-  LeaseLostError,
-  StoreUnavailableError,
-} from './errors.js';
-import { type Claim, type Gate, heldBack, isThenable } from './gate.js';
-import { sha256 } from './sha256.js';
+import { createError, ErrorCode, type HookgateError, invalidOption } from './errors.js';
+import { type Gate, isThenable } from './gate.js';
 import { answered, answerOf } from './store.js';
-import type { Delivery, HeaderBag, WebhookEvent } from './types.js';
+import type { Delivery, HeaderBag } from './types.js';
 
 /**
  * Checks a delivery's signature over the exact body bytes. Resolve `true` to accept; anything
@@ -45,39 +38,6 @@ export interface BindingOptions<TPayload = unknown, TBody = Uint8Array, THeaders
   retryAfter?: number;
 }
 
-/** An HTTP answer a binding gives without running the handler. */
-export interface Answer {
-  /** The status code. */
-  status: number;
-  /** A small JSON body: `{ status }`, plus the `reason` of an invalid delivery. */
-  body: {
-    /**
-     * `unauthorized`, `invalid`, `duplicate`, `stale`, `in-flight`, `conflict`, `unavailable`,
-     * `too-large` or `aborted`.
-     */
-    status: string;
-    /** For `invalid`: the `InvalidDeliveryError` reason. */
-    reason?: string;
-  };
-  /** Headers to set (`Retry-After` on 409 and 503). */
-  headers: Record<string, string>;
-}
-
-/** What {@link admit} decided: answer the request now, or run the handler under `claim`. */
-export type Admission<TPayload> =
-  | {
-      /** Answer the request with this; the handler does not run. */
-      answer: Answer;
-      /** Absent when there is an answer. */
-      claim?: never;
-    }
-  | {
-      /** Absent when there is a claim. */
-      answer?: never;
-      /** The claim the handler runs under; settle it with {@link settleFromResponse}. */
-      claim: Claim<TPayload>;
-    };
-
 /** A binding's options, checked and with their defaults. */
 export type ResolvedBindingOptions<TPayload, TBody, THeaders> = Required<
   BindingOptions<TPayload, TBody, THeaders>
@@ -105,13 +65,6 @@ export function bindingOptions<TPayload, TBody, THeaders>(
   }
   return { gate, verify, inFlight, limit, retryAfter };
 }
-
-/** The answer to a body over the `limit`. */
-export const TOO_LARGE: Answer = {
-  status: 413,
-  body: { status: 'too-large' },
-  headers: { Connection: 'close' },
-};
 
 /**
  * For binding authors: everything between reading the raw body and running the handler, the
@@ -207,215 +160,6 @@ function claimOf<TPayload>(gate: Gate<TPayload>, delivery: Delivery): Promise<Cl
   }
 }
 
-/** What a claim lets the binding do: run the handler, or answer. */
-function admission<TPayload>(
-  claim: Claim<TPayload>,
-  inFlight: 'retry' | 'ack',
-  retryAfter: number,
-): Admission<TPayload> {
-  if (claim.acquired) return { claim };
-  if (claim.status === 'conflict') {
-    return { answer: { status: 422, body: { status: 'conflict' }, headers: {} } };
-  }
-  // A different event waiting for its subject is answered 409 even with 'ack': nobody else
-  // will process it.
-  if (claim.status === 'in-flight' && (inFlight === 'retry' || heldBack(claim))) {
-    return inFlightAnswer(retryAfter);
-  }
-  return { answer: { status: 200, body: { status: claim.status }, headers: {} } };
-}
-
-/**
- * The answer to a delivery the gate refused with an error: 400 for an invalid one, 503 (with
- * `Retry-After`) for a store failure, 409 for a claim another owner took meanwhile (a body's,
- * see `newestPerSubject`); any other error is thrown. Built only when needed: the path of a
- * new event allocates none of it.
- */
-function refusal<TPayload>(error: unknown, retryAfter: number): Admission<TPayload> {
-  if (error instanceof LeaseLostError) return inFlightAnswer(retryAfter);
-  if (error instanceof InvalidDeliveryError) {
-    return {
-      answer: { status: 400, body: { status: 'invalid', reason: error.reason }, headers: {} },
-    };
-  }
-  if (error instanceof StoreUnavailableError) {
-    return {
-      answer: {
-        status: 503,
-        body: { status: 'unavailable' },
-        headers: { 'Retry-After': String(retryAfter) },
-      },
-    };
-  }
-  throw error;
-}
-
-/** 409 with `Retry-After`: the event is in flight elsewhere. */
-function inFlightAnswer<TPayload>(retryAfter: number): Admission<TPayload> {
-  return {
-    answer: {
-      status: 409,
-      body: { status: 'in-flight' },
-      headers: { 'Retry-After': String(retryAfter) },
-    },
-  };
-}
-
-/** How many events of one body are claimed at once. */
-const BATCH_CONCURRENCY = 8;
-
-/**
- * A body of many events: claim each, and hand on the new ones together, or answer for all.
- * The provider resends a body as a whole, so the answer is 2xx only when every event is
- * settled for good (new, a duplicate, stale or a conflict); an event in flight elsewhere
- * (409), an invalid one (400) or a store failure (503) releases the claims taken, and the
- * resent body finds the events done meanwhile as duplicates.
- */
-async function admitBatch<TPayload>(
-  gate: Gate<TPayload>,
-  inFlight: 'retry' | 'ack',
-  retryAfter: number,
-  delivery: Delivery,
-): Promise<Admission<TPayload>> {
-  let events: Delivery[];
-  try {
-    events = gate.split(delivery);
-  } catch (error) {
-    return refusal(error, retryAfter);
-  }
-  const claimAt = (i: number): Promise<Attempt<TPayload>> =>
-    claimOf(gate, events[i]!).catch((error: unknown) => ({ error }));
-  const attempts = await newestPerSubject(
-    await mapConcurrently(
-      events.map((_, i) => i),
-      BATCH_CONCURRENCY,
-      claimAt,
-    ),
-    claimAt,
-  );
-  const claims = attempts.filter((a): a is Claim<TPayload> => !('error' in a));
-  const acquired = claims.filter((c) => c.acquired);
-  const failure = attempts.find((a) => 'error' in a);
-  // A second copy of an event in the body finds the first copy's claim: not in flight
-  // elsewhere when the first was acquired, or ended stale or done. (A conflict may be another
-  // worker's claim of the key, in flight.)
-  const own = new Set(
-    claims
-      .filter((c) => c.acquired || c.status === 'stale' || c.status === 'duplicate')
-      .map((c) => c.key),
-  );
-  const blocked = claims.some(
-    (c) => c.status === 'in-flight' && !own.has(c.key) && (inFlight === 'retry' || heldBack(c)),
-  );
-  if (failure !== undefined || blocked) {
-    await Promise.all(acquired.map((c) => c.release().catch(() => {})));
-    if (failure !== undefined) return refusal((failure as { error: unknown }).error, retryAfter);
-    return inFlightAnswer(retryAfter);
-  }
-  if (acquired.length === 0) {
-    const status =
-      claims.every((c) => c.status === 'stale') && claims.length > 0 ? 'stale' : 'duplicate';
-    return { answer: { status: 200, body: { status }, headers: {} } };
-  }
-  return { claim: new BatchClaim(acquired) as unknown as Claim<TPayload> };
-}
-
-type Attempt<TPayload> = Claim<TPayload> | { error: unknown };
-
-/**
- * Under the sequence guard, a body's events of one subject hold each other back: the first one
- * claimed holds the subject, and the others are `held`, on every attempt of the body. Resolve
- * it as if the newest had come first: it is the one applied (on a tie, the one holding the
- * subject), and the others meet its watermark as `stale`. When the newest was held, the body's
- * claim of the subject is released and the newest claimed again first. Under `ties: 'apply'`,
- * an event tied with the applied one is `held` again: the body is answered 409 until a body
- * without the tie comes.
- */
-async function newestPerSubject<TPayload>(
-  attempts: Attempt<TPayload>[],
-  claimAt: (i: number) => Promise<Attempt<TPayload>>,
-): Promise<Attempt<TPayload>[]> {
-  const groups = new Map<string, { holder?: number; held: number[] }>();
-  const group = (subject: string) => {
-    let found = groups.get(subject);
-    if (found === undefined) {
-      found = { held: [] };
-      groups.set(subject, found);
-    }
-    return found;
-  };
-  attempts.forEach((attempt, i) => {
-    if ('error' in attempt || attempt.event.subject === undefined) return;
-    if (attempt.acquired) group(attempt.event.subject).holder = i;
-    else if (heldBack(attempt)) group(attempt.event.subject).held.push(i);
-  });
-  const result = attempts.slice();
-  const at = (i: number) => (result[i] as Claim).event.occurredAt ?? Number.NEGATIVE_INFINITY;
-  await Promise.all(
-    [...groups.values()].map(async ({ holder, held }) => {
-      if (holder === undefined || held.length === 0) return;
-      // Oldest first; on a tie, the event that holds the subject last (it stays applied).
-      const members = [holder, ...held].sort(
-        (a, b) => at(a) - at(b) || (a === holder ? 1 : b === holder ? -1 : a - b),
-      );
-      const newest = members.pop()!;
-      if (newest !== holder) {
-        const released = await (result[holder] as Claim).release().then(
-          () => undefined,
-          (error: unknown) => ({ error }),
-        );
-        if (released !== undefined) {
-          result[holder] = released;
-          return;
-        }
-        result[newest] = await claimAt(newest);
-      }
-      for (const i of members) result[i] = await claimAt(i);
-    }),
-  );
-  return result;
-}
-
-/** The claims of a body's new events, settled together from one answer. */
-class BatchClaim implements Claim<unknown[]> {
-  readonly status = 'acquired';
-  readonly acquired = true;
-  readonly key: string;
-  readonly source = 'digest';
-  readonly event: WebhookEvent<unknown[]>;
-  readonly #claims: readonly Claim[];
-
-  constructor(claims: readonly Claim[]) {
-    this.#claims = claims;
-    const events = claims.map((c) => c.event);
-    this.key = `dig:${sha256(events.map((e) => e.key).join('\n'))}`;
-    this.event = { key: this.key, source: 'digest', payload: events.map((e) => e.payload), events };
-  }
-
-  done(): Promise<void> {
-    return this.#each((c) => c.done());
-  }
-
-  release(): Promise<void> {
-    return this.#each((c) => c.release());
-  }
-
-  fail(error?: unknown): Promise<void> {
-    return this.#each((c) => c.fail(error));
-  }
-
-  extend(ms?: number): Promise<void> {
-    return this.#each((c) => c.extend(ms));
-  }
-
-  /** Settle every claim, even when one fails; then reject with the first failure. */
-  async #each(settle: (claim: Claim) => Promise<void>): Promise<void> {
-    const results = await Promise.allSettled(this.#claims.map(settle));
-    const failed = results.find((r) => r.status === 'rejected');
-    if (failed !== undefined) throw failed.reason;
-  }
-}
-
 /**
  * For binding authors: the error of a request whose body a parser consumed before the binding
  * could read its bytes (a misconfiguration the binding cannot see when it is built). Reports
@@ -428,13 +172,6 @@ export function bodyConsumed(gate: Gate<unknown>, owner: string, message: string
   reporterOf(gate)('misconfigured', undefined, { error });
   return error;
 }
-
-/** The answer to a client that went away before its body ended (nothing was claimed). */
-export const ABORTED: Answer = {
-  status: 400,
-  body: { status: 'aborted' },
-  headers: { Connection: 'close' },
-};
 
 /**
  * For binding authors: settle a claim from what the client was answered. A 2xx marks it done

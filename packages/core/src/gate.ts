@@ -1,79 +1,22 @@
 import { mapConcurrently } from './batch.js';
+import { type Claim, ClaimHandle } from './claim.js';
 import { createReporter, type Report, registerReporter } from './decisions.js';
 import {
-  createError,
-  ErrorCode,
-  foreignValueError,
   InvalidDeliveryError,
   invalidOption,
   isAlreadyDone,
   StoreUnavailableError,
   toStoreError,
 } from './errors.js';
-import {
-  type GateOptions,
-  positiveMs,
-  type ResolvedGateOptions,
-  resolveGateOptions,
-} from './gate-options.js';
-import { idString, isEventKey, payloadOf, plainOrHashed, unreadable } from './key.js';
+import { type GateOptions, type ResolvedGateOptions, resolveGateOptions } from './gate-options.js';
+import { type EventTarget, forgetEvent, type Inspection, inspectEvent } from './inspect.js';
+import { payloadOf, unreadable } from './key.js';
 import { Lease, type LeaseHost } from './lease.js';
 import { type Prepared, prepareDelivery } from './prepare.js';
 import { advanceSubject } from './sequence.js';
 import { answered, answerOf, type ClaimState } from './store.js';
 import { ownerToken } from './token.js';
-import type { BatchResult, Delivery, KeySource, Outcome, WebhookEvent } from './types.js';
-
-/** The low-level handle of one claim attempt, as `gate.claim` returns it. */
-export interface Claim<TPayload = unknown> {
-  /**
-   * `acquired`: the caller owns the claim and must settle it with `done()` or `fail()`.
-   * `duplicate`, `in-flight`, `stale`, `conflict`: nothing to do; settling is a no-op.
-   */
-  readonly status: 'acquired' | 'duplicate' | 'in-flight' | 'stale' | 'conflict';
-  /** `status === 'acquired'`. */
-  readonly acquired: boolean;
-  /** The idempotency key (without the namespace). */
-  readonly key: string;
-  /** How `key` was derived: the provider's event id, or a digest of the payload. */
-  readonly source: KeySource;
-  /** The event, as the handler sees it. */
-  readonly event: WebhookEvent<TPayload>;
-  /**
-   * Mark the event done for `doneTtlMs`; a store failure is tried once more before it
-   * rejects. The first settle attempt (this, `release` or `fail`) stops the heartbeat. Once
-   * settled, settling again does nothing.
-   * @throws LeaseLostError when another owner holds the key (the claim expired and was taken).
-   * @throws StoreUnavailableError when the store failed twice; the done is then tried again in
-   * the background (100 ms, doubling up to 5 s) for `claimTtlMs` after the failure, by when
-   * the claim has expired if none landed.
-   */
-  done(): Promise<void>;
-  /**
-   * Delete the claim so that the next delivery redoes the work (whatever `onFailure` says).
-   * After a `done()` that failed, the done may have landed all the same (a timeout after the
-   * store applied it): then, over a store with `inspect` (every shipped one), the event stays
-   * done and this does nothing; a store without it cannot tell, and this rejects with
-   * `LeaseLostError`.
-   * @throws LeaseLostError when another owner holds the key (nothing was deleted).
-   * @throws StoreUnavailableError when the store failed; the release is then tried again in the
-   * background for `claimTtlMs` after the failure, by when the claim has expired if none
-   * landed.
-   */
-  release(): Promise<void>;
-  /** Settle a failed attempt as `onFailure` says: release, or retain as done. */
-  fail(error?: unknown): Promise<void>;
-  /**
-   * Reset the claim's TTL to `ms` (default `claimTtlMs`). A claim that expired while nobody
-   * else took the key is taken back. Does nothing once a settle was attempted; nor, under the
-   * sequence guard, when another event took the subject's hold after this claim's expired
-   * (the claim is left to expire: the other event runs now).
-   * @throws LeaseLostError when another owner holds the key.
-   * @throws StoreUnavailableError when the store failed (reported; the claim is not lost).
-   * @throws HookgateError `INVALID_OPTIONS` when `ms` is not a positive integer.
-   */
-  extend(ms?: number): Promise<void>;
-}
+import type { BatchResult, Delivery, Outcome, WebhookEvent } from './types.js';
 
 /** The handler `gate.run` calls for a new event. */
 export type Handler<TPayload, TResult> = (
@@ -159,40 +102,6 @@ export interface Gate<TPayload = unknown> {
    * @returns `true` when a record was deleted, `false` when there was none.
    */
   forget(target: EventTarget): Promise<boolean>;
-}
-
-/**
- * An event, as `gate.inspect` and `gate.forget` take it: a delivery, a provider event id, or
- * an event key (`Outcome.key`).
- */
-export type EventTarget =
-  | Delivery
-  | {
-      /** A provider event id. */
-      readonly id: string | number;
-    }
-  | string;
-
-/** What `gate.inspect` found for one event. */
-export interface Inspection {
-  /** The event key (`evt:…` or `dig:…`), without the namespace. */
-  key: string;
-  /** No record, a claim in flight, or done (processed, or retained after a failure). */
-  state: 'absent' | 'processing' | 'done';
-  /** How long the record has left, in ms. */
-  ttlMs?: number;
-  /** The payload fingerprint the record carries (`fingerprint: true`). */
-  fingerprint?: string;
-  /**
-   * The subject's watermark: the time (epoch ms) and key of the newest event applied, when
-   * the gate has the sequence guard, the target is a delivery, and the subject has one.
-   */
-  watermark?: {
-    /** The time of the newest event applied for the subject, epoch ms. */
-    at: number;
-    /** The key of that event. */
-    key: string;
-  };
 }
 
 /** Options of {@link Gate.runBatch}. */
@@ -315,78 +224,12 @@ class GateImpl<TPayload> implements Gate<TPayload> {
     );
   }
 
-  async inspect(target: EventTarget): Promise<Inspection> {
-    const { key, claimKey, subjectKey } = this.#locate(target);
-    const store = this.#options.store;
-    if (typeof store.inspect !== 'function') throw missing('inspect');
-    const [record, mark] = await Promise.all([
-      this.#storeCall('inspect', async () => {
-        const found = await store.inspect!(claimKey);
-        // A watermark under an event's key was not written there by hookgate.
-        if (found.kind === 'watermark') throw foreignValueError('hookgate', 'inspect', claimKey);
-        return found;
-      }),
-      subjectKey === undefined
-        ? undefined
-        : this.#storeCall('inspect', () => store.inspect!(subjectKey)),
-    ]);
-    const inspection: Inspection = { key, state: record.kind };
-    if (record.kind !== 'absent') {
-      if (record.ttlMs !== undefined) inspection.ttlMs = record.ttlMs;
-      if (record.fingerprint !== undefined) inspection.fingerprint = record.fingerprint;
-    }
-    if (mark?.kind === 'watermark') inspection.watermark = { at: mark.at, key: mark.eventKey };
-    return inspection;
+  inspect(target: EventTarget): Promise<Inspection> {
+    return inspectEvent(this.#options, this.#report, target);
   }
 
-  async forget(target: EventTarget): Promise<boolean> {
-    const { key, claimKey, source } = this.#locate(target);
-    const store = this.#options.store;
-    if (typeof store.forget !== 'function') throw missing('forget');
-    const forgotten = await this.#storeCall('forget', () => store.forget!(claimKey));
-    if (forgotten) this.#report('forgotten', { key, source, payload: undefined });
-    return forgotten;
-  }
-
-  /** The keys of an inspect or forget target. */
-  #locate(target: EventTarget): {
-    key: string;
-    source: KeySource;
-    claimKey: string;
-    subjectKey?: string;
-  } {
-    const { namespace } = this.#options;
-    if (typeof target === 'string') {
-      if (!isEventKey(target)) {
-        invalidOption(
-          'target',
-          'must be an event key as Outcome.key gives it (evt:… or dig:…); pass { id } for a provider event id',
-        );
-      }
-      const source = target.startsWith('evt:') ? 'event-id' : 'digest';
-      return { key: target, source, claimKey: `${namespace}:${target}` };
-    }
-    if (typeof target === 'object' && target !== null && 'id' in target) {
-      const id = idString(target.id);
-      if (id === undefined)
-        invalidOption('target', '{ id } needs a non-blank string or a safe integer');
-      const key = `evt:${plainOrHashed(id)}`;
-      return { key, source: 'event-id', claimKey: `${namespace}:${key}` };
-    }
-    const prepared = prepareDelivery<TPayload>(this.#options, this.#report, target as Delivery);
-    const { key, source } = prepared.event;
-    return { key, source, claimKey: prepared.claimKey, subjectKey: prepared.subjectKey };
-  }
-
-  /** A store call outside a claim: its failure is reported and thrown as `StoreUnavailableError`. */
-  async #storeCall<T>(operation: string, call: () => Promise<T>): Promise<T> {
-    try {
-      return await call();
-    } catch (error) {
-      const failure = toStoreError(error, operation);
-      this.#report('store-unavailable', undefined, { reason: operation, error: failure });
-      throw failure;
-    }
+  forget(target: EventTarget): Promise<boolean> {
+    return forgetEvent(this.#options, this.#report, target);
   }
 
   #invalid(error: unknown): unknown {
@@ -508,29 +351,6 @@ function inFlightIfHeld(status: Refusal): Exclude<Refusal, 'held'> {
   return status === 'held' ? 'in-flight' : status;
 }
 
-/** The claims refused because another event of their subject holds it (sequence guard). */
-const held = new WeakSet<Claim<unknown>>();
-
-/**
- * @internal Whether an `in-flight` claim is a different event waiting for its subject (the
- * sequence guard's hold), rather than the same event in flight elsewhere. Nobody else will
- * process it, so a binding answers it 409 even with `inFlight: 'ack'`.
- */
-export function heldBack(claim: Claim<unknown>): boolean {
-  return held.has(claim);
-}
-
-/** The error of `inspect` or `forget` on a store that does not implement it. */
-function missing(operation: 'inspect' | 'forget'): Error {
-  return createError(
-    'hookgate',
-    ErrorCode.INVALID_OPTIONS,
-    `the store has no ${operation}(): it was written before ClaimStore had one`,
-  );
-}
-
-const settled = Promise.resolve();
-
 /** @internal Whether a value (a handler's result, a verdict) must be awaited. */
 export function isThenable(value: unknown): value is PromiseLike<unknown> {
   return (
@@ -538,48 +358,4 @@ export function isThenable(value: unknown): value is PromiseLike<unknown> {
     (typeof value === 'object' || typeof value === 'function') &&
     typeof (value as { then?: unknown }).then === 'function'
   );
-}
-
-/** The public face of a claim attempt: a view of its lease when acquired, inert otherwise. */
-class ClaimHandle<TPayload> implements Claim<TPayload> {
-  readonly status: Claim['status'];
-  readonly acquired: boolean;
-  readonly key: string;
-  readonly source: KeySource;
-  readonly event: WebhookEvent<TPayload>;
-  readonly #lease: Lease<TPayload> | undefined;
-  readonly #claimTtlMs: number;
-
-  constructor(
-    status: Claim['status'] | 'held',
-    event: WebhookEvent<TPayload>,
-    lease: Lease<TPayload> | undefined,
-    claimTtlMs: number,
-  ) {
-    this.status = status === 'held' ? 'in-flight' : status;
-    if (status === 'held') held.add(this);
-    this.acquired = lease !== undefined;
-    this.event = event;
-    this.key = event.key;
-    this.source = event.source;
-    this.#lease = lease;
-    this.#claimTtlMs = claimTtlMs;
-  }
-
-  done(): Promise<void> {
-    return this.#lease?.done() ?? settled;
-  }
-
-  release(): Promise<void> {
-    return this.#lease?.release() ?? settled;
-  }
-
-  fail(error?: unknown): Promise<void> {
-    return this.#lease?.fail(error) ?? settled;
-  }
-
-  async extend(ms?: number): Promise<void> {
-    const ttlMs = ms === undefined ? this.#claimTtlMs : positiveMs('ms', ms, 0);
-    await this.#lease?.extend(ttlMs);
-  }
 }

@@ -6,25 +6,23 @@
  * @module @hookgate/core
  */
 
+export { ABORTED, type Admission, type Answer, TOO_LARGE } from './answers.js';
 export {
   type SqsBatchResponse,
   type SqsRecordLike,
   sqsBatchResponse,
 } from './batch.js';
 export {
-  ABORTED,
-  type Admission,
-  type Answer,
   admit,
   type BindingOptions,
   bindingOptions,
   bodyConsumed,
   type ResolvedBindingOptions,
   settleFromResponse,
-  TOO_LARGE,
   type Verify,
 } from './binding.js';
 export { canonicalJson } from './canonical-json.js';
+export type { Claim } from './claim.js';
 export { Deadlines, type PendingOperation } from './deadlines.js';
 export { forwardDecisions } from './decisions.js';
 export {
@@ -42,16 +40,14 @@ export {
 } from './errors.js';
 export {
   type BatchOptions,
-  type Claim,
   createGate,
-  type EventTarget,
   type Gate,
   type GateOptions,
   type Handler,
   type HeartbeatOptions,
-  type Inspection,
   type SequenceOptions,
 } from './gate.js';
+export type { EventTarget, Inspection } from './inspect.js';
 export { type DerivedKey, deriveKey, type KeyOptions } from './key.js';
 export { definePreset, type Preset, providers } from './providers.js';
 export { parseRecord } from './record.js';
