@@ -13,9 +13,9 @@ import type { Delivery, WebhookEvent } from './types.js';
 const BATCH_CONCURRENCY = 8;
 
 /**
- * @internal A body of many events: claim each, and hand on the new ones together, or answer for all.
- * The provider resends a body as a whole, so the answer is 2xx only when every event is
- * settled for good (new, a duplicate, stale or a conflict); an event in flight elsewhere
+ * @internal A body of many events: claim each, and hand on the new ones together, or answer
+ * for all. The provider resends a body as a whole, so the answer is 2xx only when every event
+ * is settled for good (new, a duplicate, stale or a conflict); an event in flight elsewhere
  * (409), an invalid one (400) or a store failure (503) releases the claims taken, and the
  * resent body finds the events done meanwhile as duplicates.
  */

@@ -71,10 +71,10 @@ export function admission<TPayload>(
 }
 
 /**
- * @internal The answer to a delivery the gate refused with an error: 400 for an invalid one, 503 (with
- * `Retry-After`) for a store failure, 409 for a claim another owner took meanwhile (a body's,
- * see `newestPerSubject`); any other error is thrown. Built only when needed: the path of a
- * new event allocates none of it.
+ * @internal The answer to a delivery the gate refused with an error: 400 for an invalid one,
+ * 503 (with `Retry-After`) for a store failure, 409 for a claim another owner took meanwhile (a
+ * body's, see `newestPerSubject`); any other error is thrown. Built only when needed: the path
+ * of a new event allocates none of it.
  */
 export function refusal<TPayload>(error: unknown, retryAfter: number): Admission<TPayload> {
   if (error instanceof LeaseLostError) return inFlightAnswer(retryAfter);

@@ -68,7 +68,10 @@ export function heldBack(claim: Claim<unknown>): boolean {
 
 const settled = Promise.resolve();
 
-/** @internal The public face of a claim attempt: a view of its lease when acquired, inert otherwise. */
+/**
+ * @internal The public face of a claim attempt: a view of its lease when acquired, inert
+ * otherwise.
+ */
 export class ClaimHandle<TPayload> implements Claim<TPayload> {
   readonly status: Claim['status'];
   readonly acquired: boolean;
