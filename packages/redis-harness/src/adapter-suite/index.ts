@@ -24,6 +24,7 @@ import { conformanceTests } from './conformance.js';
 import type { RedisDriver } from './driver.js';
 import { failoverTests } from './failover.js';
 import { faultTests } from './faults.js';
+import { memoryTests } from './memory.js';
 import { redirectTests } from './redirects.js';
 
 export type { RedisClientVariant, RedisDriver, RootNode } from './driver.js';
@@ -31,11 +32,11 @@ export { rejection } from './faults.js';
 
 /**
  * Register every shared Redis adapter test under `describe(name)`, one block per concern:
- * `commands` (what the store sends and leaves in Redis, under every variant), `faults` (a
- * paused, killed or closed connection), `failover` (a cluster master replaced), `redirects` (a
- * slot that moves while a claim is held: ASK and MOVED followed), and
- * `conformance` (`@hookgate/store-conformance` on a standalone server and a cluster, under
- * every variant).
+ * `commands` (what the store sends and leaves in Redis, under every variant), `memory` (what
+ * its records cost in Redis memory), `faults` (a paused, killed or closed connection),
+ * `failover` (a cluster master replaced), `redirects` (a slot that moves while a claim is held:
+ * ASK and MOVED followed), and `conformance` (`@hookgate/store-conformance` on a standalone
+ * server and a cluster, under every variant).
  *
  * @param name - what the tests are reported under, e.g. `'ioredis 6'`
  * @param driver - how to make, close and wrap the clients of one client library at one major
@@ -43,6 +44,7 @@ export { rejection } from './faults.js';
 export function redisAdapterSuite<C extends object>(name: string, driver: RedisDriver<C>): void {
   describe(name, () => {
     describe('commands', () => commandTests(driver));
+    describe('memory', () => memoryTests(driver));
     describe('faults', () => faultTests(driver));
     describe('failover', () => failoverTests(driver));
     describe('redirects', () => redirectTests(driver));
