@@ -83,7 +83,7 @@ const ROWS: Record<string, () => Promise<[Call, Call]>> = {
   'redis-commands': () =>
     claimThenScript(
       async () => (await import('@hookgate/redis-core')).scripts.done.lua,
-      (token, doneTtl) => [token, doneTtl, ''],
+      (token, doneTtl) => [token, doneTtl, token], // the record: the bare token
     ),
   'redis-empty-script': () =>
     claimThenScript(

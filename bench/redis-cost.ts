@@ -104,7 +104,11 @@ try {
       done: (key, token) => [['set', key, token, 'XX', 'GET', 'PX', DONE_TTL]],
       last: (token) => 'p:' + token,
     },
-    calling('+ done script', 'yes', ['evalsha', doneSha], (token) => [token, DONE_TTL, '']),
+    calling('+ done script', 'yes', ['evalsha', doneSha], (token) => [
+      token,
+      DONE_TTL,
+      token, // the record: the bare token
+    ]),
     calling('+ minimal script', 'yes', ['evalsha', minimalSha], ready),
     calling('+ minimal function', 'yes', ['fcall', 'done_minimal'], ready),
     calling('+ empty script', 'n/a', ['evalsha', emptySha], ready),
