@@ -1,8 +1,9 @@
 /**
  * ioredis writes each command to its socket on its own, one system call each; the store corks a
  * `Redis` client's socket for the rest of a tick in which it sends, so that the tick's commands
- * leave together (as node-redis's do). Checked on the socket's public state: corked while the
- * tick's commands are buffered, uncorked once they are sent, and never left corked.
+ * leave in batches (a quarter of the tick before's, at least two) rather than one by one.
+ * Checked on the socket's public state: corked while a batch is buffered, uncorked once it is
+ * sent, and never left corked.
  */
 
 import type { Socket } from 'node:net';
@@ -34,23 +35,42 @@ const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 for (const major of [5, 6] as const) {
   describe(`ioredis ${major}`, () => {
-    it('the commands of one tick after its first wait in the corked socket and leave together', async () => {
+    it('the commands of a tick after its first wait in the corked socket and leave in batches', async () => {
       const client = redis(major, server.port);
       try {
         await client.ping();
         const socket = socketOf(client)!;
         const store = new IoRedisStore(client);
         const run = crypto.randomUUID();
-        const before = socket.bytesWritten;
-        const claims = Array.from({ length: 10 }, (_, i) =>
-          store.claim(`writes:${run}:${i}`, `${1e15 + i}`, 60_000),
-        );
-        // The first SET went out at once; the other 9 (of the same length) are buffered, none
-        // handed to the operating system yet. bytesWritten counts the buffered bytes too.
-        const sent = socket.bytesWritten - before;
+        /** `n` claims sent in this tick, each command of the same length. */
+        const burst = (tag: string, n: number) =>
+          Array.from({ length: n }, (_, i) =>
+            store.claim(
+              `writes:${run}:${tag}:${String(i).padStart(2, '0')}`,
+              `${1e15 + i}`,
+              60_000,
+            ),
+          );
+        // A first tick has no tick before it: batches of two. The first SET went out at once;
+        // 38 left in pairs; the 40th is buffered, not yet handed to the operating system.
+        // bytesWritten counts the buffered bytes too.
+        let before = socket.bytesWritten;
+        const first = burst('a', 40);
+        const size = (socket.bytesWritten - before) / 40;
         expect(socket.writableCorked).toBe(1);
-        expect(socket.writableLength).toBe((sent / 10) * 9);
-        expect(await Promise.all(claims)).toEqual(Array(10).fill('acquired'));
+        expect(socket.writableLength).toBe(size);
+        expect(await Promise.all(first)).toEqual(Array(40).fill('acquired'));
+        expect(socket.writableCorked).toBe(0);
+        expect(socket.writableLength).toBe(0);
+
+        // The next tick's batches are a quarter of the 40 commands the tick before sent: the
+        // first at once, 30 in three batches of 10, the last 9 held to the end of the tick.
+        before = socket.bytesWritten;
+        const second = burst('b', 40);
+        expect(socket.bytesWritten - before).toBe(size * 40);
+        expect(socket.writableCorked).toBe(1);
+        expect(socket.writableLength).toBe(size * 9);
+        expect(await Promise.all(second)).toEqual(Array(40).fill('acquired'));
         expect(socket.writableCorked).toBe(0);
         expect(socket.writableLength).toBe(0);
 
