@@ -92,7 +92,8 @@ export type IoRedisStoreOptions = RedisStoreOptions;
  * `NOSCRIPT` (after a restart, a failover or `SCRIPT FLUSH`). The client is never modified
  * (no `defineCommand`), and its `keyPrefix`, auto-pipelining and RESP3 are honoured. Its
  * sockets (a `Cluster`'s: every node's) are corked from the store's second command in a tick to
- * the end of the tick, so that the tick's commands leave each in one write (see `writesTogether`).
+ * the end of the tick, so that the tick's commands leave each in a few writes, not one each (see
+ * `writesTogether`).
  *
  * Every operation has a deadline (`timeoutMs`). A timeout or a client error rejects with
  * `StoreUnavailableError`, its `cause` the underlying error. A timed-out command may still run
@@ -176,11 +177,11 @@ export class IoRedisStore extends RedisStore {
  * ioredis writes each command on its own, a system call each: three quarters of the client's
  * CPU per delivery at 64 concurrent deliveries. But a tick's commands all held to its end reach
  * Redis at once, after the client has done the whole tick's work, and Redis idles until then:
- * at 64 deliveries in flight that was 0.8x of sending each command alone, on a machine where
- * system calls are cheap; a quarter at a time, 1.3x (docs/benchmarks.md). A command alone in its
- * tick (one delivery at a time) is not held at all: corking it only delayed it. Nothing waits
- * longer than the tick it was sent in. A connection that is not `ready` (its commands wait in
- * the offline queue) is left alone.
+ * at 64 deliveries in flight, on a machine whose system calls are cheap, that ran at 0.74x to
+ * 0.82x of the same commands sent by hand each alone; a quarter at a time, at 1.2x to 1.3x
+ * (docs/benchmarks.md). A command alone in its tick (one delivery at a time) is not held at all:
+ * corking it only delayed it. Nothing waits longer than the tick it was sent in. A connection
+ * that is not `ready` (its commands wait in the offline queue) is left alone.
  */
 function writesTogether(client: IoRedisClient): () => void {
   /** `undefined`: no command yet this tick; `ALONE`: one, sent at once; else the corked sockets. */
