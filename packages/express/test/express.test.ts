@@ -107,6 +107,31 @@ describe.each([
   });
 });
 
+describe.each([
+  ['express 4', express4],
+  ['express 5', express5],
+] as const)('%s: a status set after the headers went out, before the end', (_name, express) => {
+  it('changes nothing: the status on the wire settles the claim', async () => {
+    for (const [written, later, settled] of [
+      [200, 500, 'done'],
+      [500, 200, 'released'],
+    ] as const) {
+      const app = await bareApp(express, (_req, res) => {
+        res.status(written);
+        res.write('part'); // the headers leave with the first chunk
+        res.status(later);
+        res.end();
+      });
+      try {
+        expect(await app.post()).toBe(written);
+        await vi.waitFor(() => expect(app.decisions).toEqual(['new', settled]));
+      } finally {
+        app.close();
+      }
+    }
+  });
+});
+
 describe('express 5: an async handler that rejects, not wrapped', () => {
   it('is answered 500 by Express, which releases the claim: the retry runs', async () => {
     let runs = 0;
