@@ -120,7 +120,9 @@ const GONE =
  *
  * The request's stream is asked first, since a request that nobody read (the usual case) needs
  * nothing else: each property asked of an Express request costs a lookup of its own (Express
- * gives each request its app's prototype, and V8 a new hidden class with it).
+ * gives each request its app's prototype, and V8 a new hidden class with it). So a request
+ * that carries bytes in `rawBody` or `body` but whose stream nobody read is read from its
+ * stream.
  */
 function keptBodyOf(
   req: Request,

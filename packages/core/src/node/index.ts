@@ -46,9 +46,9 @@ export function readBodyThen(
   // A flag, not `off()` for each listener: every property a request is asked for costs a
   // lookup of its own where each request has a shape of its own (Express gives each one its
   // app's prototype, and V8 a new hidden class with it), and `off()` asks for several. The
-  // listeners left on the request do nothing once it has settled; an `error` listener that
-  // stays only keeps a later error from being thrown, as none would be if it had been removed
-  // (an IncomingMessage emits `error` only to listeners).
+  // listeners left on the request do nothing once it has settled. The `error` one left on keeps
+  // a later error from being thrown, where an IncomingMessage would throw none anyway (it emits
+  // `error` only when it has listeners).
   const finish = (result: BodyRead) => {
     if (settled) return;
     settled = true;
