@@ -24,8 +24,8 @@ export interface Claim<TPayload = unknown> {
    * settled, settling again does nothing.
    * @throws LeaseLostError when another owner holds the key (the claim expired and was taken).
    * @throws StoreUnavailableError when the store failed twice; the done is then tried again in
-   * the background (100 ms, doubling up to 5 s) for `claimTtlMs` after the failure, by when
-   * the claim has expired if none landed.
+   * the background (pauses of 100 ms growing to an eighth of `claimTtlMs`, at most 5 s) for
+   * `claimTtlMs` after the failure, by when the claim has expired if none landed.
    */
   done(): Promise<void>;
   /**

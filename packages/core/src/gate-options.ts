@@ -281,10 +281,14 @@ function heartbeatOptions(
 ): ResolvedGateOptions['heartbeat'] {
   if (heartbeat === undefined || heartbeat === false) return undefined;
   const given = heartbeat === true ? {} : heartbeat;
-  if (typeof given !== 'object' || given === null) {
+  if (typeof given !== 'object' || given === null || Array.isArray(given)) {
     invalidOption('heartbeat', 'must be a boolean or { intervalMs?, maxMs? }');
   }
   checkFields(given, 'heartbeat');
+  if (given.intervalMs === undefined && claimTtlMs < 2) {
+    // No interval is shorter than a claim of 1 ms; name the option the caller set.
+    invalidOption('claimTtlMs', 'must be at least 2 ms with a heartbeat');
+  }
   const intervalMs = positiveMs(
     'heartbeat.intervalMs',
     given.intervalMs,

@@ -517,6 +517,9 @@ describe('options', () => {
     // Past 2^31 - 1 ms a timer fires every millisecond: refused.
     [{ claimTtlMs: 2 ** 33, heartbeat: { intervalMs: 2 ** 31 } }, 'heartbeat.intervalMs'],
     [{ heartbeat: 'yes' }, 'heartbeat'],
+    [{ heartbeat: [] }, 'heartbeat'],
+    // No interval is shorter than a claim of 1 ms: the option the caller set is named.
+    [{ claimTtlMs: 1, heartbeat: true }, 'claimTtlMs'],
     [{ eventId: 'data..id' }, 'eventId'],
     [{ eventId: { header: 'bad header' } }, 'eventId'],
     [{ eventId: 42 }, 'eventId'],
