@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type ClaimStore, createGate, StoreUnavailableError } from '@hookgate/core';
+import { createGate, StoreUnavailableError } from '@hookgate/core';
 import { describe, it } from 'vitest';
 import { LONG, type SuiteContext } from './context.js';
 
@@ -32,19 +32,19 @@ export function ownershipTests(ctx: SuiteContext): void {
     }) => {
       const store = await ctx.store();
       // The store applies each done; the caller loses the answer (as a timeout after the server
-      // ran the command loses it). A proxy, so that a store shared between tests is not changed.
+      // ran the command loses it). A proxy, so that a store shared between tests is not changed;
+      // it also puts the gate's keys under the suite's `keyPrefix`, as every key the suite writes.
       let lose = true;
+      const under = ctx.key('gate');
       const losing = new Proxy(store, {
         get(target, property) {
-          if (property === 'done') {
-            return async (...args: Parameters<ClaimStore['done']>) => {
-              const owned = await target.done(...args);
-              if (lose) throw new Error('ETIMEDOUT: the answer was lost');
-              return owned;
-            };
-          }
           const value: unknown = Reflect.get(target, property, target);
-          return typeof value === 'function' ? value.bind(target) : value;
+          if (typeof value !== 'function') return value;
+          return async (key: string, ...rest: unknown[]) => {
+            const result: unknown = await value.call(target, `${under}:${key}`, ...rest);
+            if (property === 'done' && lose) throw new Error('ETIMEDOUT: the answer was lost');
+            return result;
+          };
         },
       });
       const decisions: string[] = [];

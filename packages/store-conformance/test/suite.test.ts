@@ -63,6 +63,11 @@ describe('the conformance suite', () => {
     expect(passed.get('correct')).toBeGreaterThan(40);
   });
 
+  it('writes every key under keyPrefix', () => {
+    expect(failed('under a keyPrefix')).toBe('');
+    expect(passed.get('under a keyPrefix')).toBeGreaterThan(40);
+  });
+
   it('catches a release that does not check the owner', () => {
     expect(failed('release without owner check')).toMatch(/ownership .*release by another token/);
   });
