@@ -114,7 +114,7 @@ function recordingGate(options: Omit<GateOptions, 'onDecision'>) {
   return { gate, decisions, key: `${namespace}:evt:evt_1` };
 }
 
-describe('store.transaction when the COMMIT reply is lost', () => {
+describe('store.transaction when the COMMIT or its reply is lost', () => {
   it('finds that the commit happened: the event is processed, once, and no lease is said lost', async () => {
     const store = new PostgresStore(proxied, { table });
     const { gate, decisions, key } = recordingGate({ store });
@@ -142,7 +142,7 @@ describe('store.transaction when the COMMIT reply is lost', () => {
   });
 });
 
-describe('PostgresLedger.transaction when the COMMIT reply is lost', () => {
+describe('PostgresLedger.transaction when the COMMIT or its reply is lost', () => {
   it('finds the event recorded: processed once, and the redelivery is a duplicate', async () => {
     const ledger = new PostgresLedger(proxied, { table: ledgerTable });
     const { gate, decisions, key } = recordingGate({ store: new MemoryStore() });
@@ -151,6 +151,23 @@ describe('PostgresLedger.transaction when the COMMIT reply is lost', () => {
     expect(outcome.status).toBe('processed');
     expect(decisions.map((d) => d.decision)).toEqual(['new', 'done']);
     expect(await effectRows(key)).toEqual(['once']);
+    expect((await gate.run(delivery, () => 'again')).status).toBe('duplicate');
+  });
+
+  it('finds the event not recorded: a store error, the claim released, and the retry runs', async () => {
+    const ledger = new PostgresLedger(proxied, { table: ledgerTable });
+    const { gate, decisions, key } = recordingGate({ store: new MemoryStore() });
+    const delivery = { payload: { id: 'evt_1' } };
+    const lost = gate.run(delivery, ledger.transaction(effect('lost', 'request')));
+    await expect(lost).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(lost).rejects.toThrow(/commit/);
+    expect(await effectRows(key)).toEqual([]);
+    const recorded = await admin.query(`SELECT 1 FROM "${ledgerTable}" WHERE key = $1`, [key]);
+    expect(recorded.rows).toEqual([]);
+    expect(decisions.map((d) => d.decision)).toEqual(['new', 'released']);
+    const retried = await gate.run(delivery, ledger.transaction(effect('retry')));
+    expect(retried.status).toBe('processed');
+    expect(await effectRows(key)).toEqual(['retry']);
     expect((await gate.run(delivery, () => 'again')).status).toBe('duplicate');
   });
 });

@@ -1,7 +1,7 @@
 /**
  * Faults on the shared server that leave it running: connections terminated under the store, a
- * row lock held elsewhere past the deadline. (A server stopped and restarted mid-storm is in
- * the reliability suite, on a private server.)
+ * row lock held elsewhere past the deadline, a pool with no free connection. (A server stopped
+ * and restarted mid-storm is in the reliability suite, on a private server.)
  */
 import { randomUUID } from 'node:crypto';
 import { createGate, StoreUnavailableError } from '@hookgate/core';
@@ -160,6 +160,25 @@ describe('PostgresStore under faults', () => {
       await sleep(20);
     }
     expect(await store.claim(key, randomUUID(), 60_000)).toBe('done');
+    await storePool.end();
+  });
+
+  it('a pool with no free connection: the operation rejects at its deadline as unknown, never hangs, and the store works once one is free', async () => {
+    const storePool = pool({ max: 1 });
+    const store = new PostgresStore(storePool, { table, timeoutMs: 300 });
+    const held = await storePool.connect(); // the pool's only connection, checked out and kept
+    try {
+      const started = performance.now();
+      const error = await rejection(store.claim(`hookgate:evt:${randomUUID()}`, randomUUID(), 1));
+      // Not a hang: ten times the deadline is far more than a loaded machine adds to it.
+      expect(performance.now() - started).toBeLessThan(3_000);
+      expect(error.message).toMatch(/claim got no answer in time.*unknown/);
+    } finally {
+      held.release();
+    }
+    expect(await store.claim(`hookgate:evt:${randomUUID()}`, randomUUID(), 60_000)).toBe(
+      'acquired',
+    );
     await storePool.end();
   });
 

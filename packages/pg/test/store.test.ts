@@ -186,11 +186,28 @@ describe('PostgresStore', () => {
   });
 });
 
-/** The store over `shared`, counting the statements each side sends. */
+/** A prepared statement's name as the docs give it: `hg_<hash of the table>_<operation>`. */
+const PREPARED = /^hg_(?<hash>[0-9a-f]{8})_(?<operation>\w+)$/;
+
+/**
+ * The store over `shared`, counting the statements each side sends. A statement sent with a
+ * name of `PREPARED`'s shape is recorded as its operation (`claimNew`), anything else by its
+ * first two words (`BEGIN`, `INSERT INTO`): a store statement sent unnamed shows as the latter.
+ */
 function counted() {
   const sent: string[] = [];
-  const name = (query: string | PgQueryConfig) =>
-    (typeof query === 'string' ? query : query.text).trim().split(/\s+/).slice(0, 2).join(' ');
+  const name = (query: string | PgQueryConfig) => {
+    const prepared =
+      typeof query === 'string' ? undefined : PREPARED.exec(query.name ?? '')?.groups;
+    if (prepared === undefined) {
+      return (typeof query === 'string' ? query : query.text)
+        .trim()
+        .split(/\s+/)
+        .slice(0, 2)
+        .join(' ');
+    }
+    return prepared.operation!;
+  };
   const send = (on: pg.Pool | pg.PoolClient, query: string | PgQueryConfig, values?: unknown[]) =>
     (typeof query === 'string' ? on.query(query, values) : on.query(query)) as Promise<PgResult>;
   const counting = {
@@ -246,19 +263,18 @@ describe('the sequence guard under concurrency', () => {
 });
 
 describe('round trips per delivery', () => {
-  // As `name` shows them: the claim's plain insert (`claimNew`), its read of a live row
-  // (`inspect`), and the done's own-row UPDATE (`doneOwn`).
-  const claimNew = 'INSERT INTO';
-  const read = 'SELECT kind,';
-  const doneOwn = `UPDATE "${table}"`;
+  // By operation, as `counted` records a named statement: the claim's plain insert
+  // (`claimNew`), its read of a live row (`inspect`), the deciding claim (`claim`), the done's
+  // own-row UPDATE (`doneOwn`) and the done that decides the rest (`done`), the advance
+  // (`advance`) and the end of the hold (`releaseHold`).
 
   it('a new delivery costs 2 statements, a duplicate 2 (neither locks), a sequenced one 4', async () => {
     const { sent, store: own } = counted();
     const gate = createGate({ store: own, eventId: 'id', namespace: `rt-${randomUUID()}` });
     await gate.run({ payload: { id: 'e1' } }, () => 'ok');
-    expect(sent.splice(0)).toEqual([claimNew, doneOwn]);
+    expect(sent.splice(0)).toEqual(['claimNew', 'doneOwn']);
     await gate.run({ payload: { id: 'e1' } }, () => 'ok');
-    expect(sent.splice(0)).toEqual([claimNew, read]);
+    expect(sent.splice(0)).toEqual(['claimNew', 'inspect']);
     const sequenced = createGate({
       store: own,
       eventId: 'id',
@@ -266,7 +282,43 @@ describe('round trips per delivery', () => {
       sequence: { subject: 's', occurredAt: 'at' },
     });
     await sequenced.run({ payload: { id: 'e2', s: 'g1', at: 1_700_000_000 } }, () => 'ok');
-    expect(sent.splice(0)).toEqual([claimNew, 'WITH moved', doneOwn, 'WITH freed']);
+    expect(sent.splice(0)).toEqual(['claimNew', 'advance', 'doneOwn', 'releaseHold']);
+  });
+
+  it('each statement is prepared on the connection that runs it, named hg_<hash of the table>_<operation>', async () => {
+    const other = uniqueTable();
+    const one = pool({ max: 1 }); // one connection: the prepared statements below are its own
+    try {
+      await new PostgresStore(one, { table: other }).setup();
+      for (const on of [table, other]) {
+        const gate = createGate({
+          store: new PostgresStore(one, { table: on }),
+          eventId: 'id',
+          namespace: `rt-${randomUUID()}`,
+        });
+        await gate.run({ payload: { id: 'e1' } }, () => 'ok');
+        await gate.run({ payload: { id: 'e1' } }, () => 'ok');
+      }
+      const { rows } = await one.query('SELECT name, statement FROM pg_prepared_statements');
+      const names = (on: string) =>
+        rows
+          .filter((row) => (row.statement as string).includes(`"${on}"`))
+          .map((row) => PREPARED.exec(row.name as string)?.groups);
+      const [ours, theirs] = [names(table), names(other)];
+      for (const prepared of [ours, theirs]) {
+        expect(prepared.map((name) => name?.operation).sort()).toEqual([
+          'claimNew',
+          'doneOwn',
+          'inspect',
+        ]);
+        expect(new Set(prepared.map((name) => name?.hash)).size).toBe(1);
+      }
+      // Two tables, two hashes: two stores on one connection never share a name.
+      expect(ours[0]?.hash).not.toBe(theirs[0]?.hash);
+    } finally {
+      await drop(one, other);
+      await one.end();
+    }
   });
 
   it('a claim that finds an expired row takes it over with the deciding statement, after the insert and the read', async () => {
@@ -276,7 +328,7 @@ describe('round trips per delivery', () => {
     await sleep(20);
     sent.splice(0);
     expect(await own.claim(key, 'tok-b', 60_000, 'f-b')).toBe('acquired');
-    expect(sent.splice(0)).toEqual([claimNew, read, 'WITH claimed']);
+    expect(sent.splice(0)).toEqual(['claimNew', 'inspect', 'claim']);
     expect(await own.inspect(key)).toMatchObject({
       kind: 'processing',
       token: 'tok-b',
@@ -358,20 +410,20 @@ describe('round trips per delivery', () => {
     const ns = `rt-${randomUUID()}`;
     // Never written: the done records the event done.
     expect(await own.done(`${ns}:absent`, 'tok-a', 60_000)).toBe(true);
-    expect(sent.splice(0)).toEqual([doneOwn, 'WITH marked']);
+    expect(sent.splice(0)).toEqual(['doneOwn', 'done']);
     expect(await own.inspect(`${ns}:absent`)).toMatchObject({ kind: 'done', token: 'tok-a' });
     // Taken over by another token: not done, and the row stays the other's.
     expect(await own.claim(`${ns}:taken`, 'tok-b', 60_000)).toBe('acquired');
     sent.splice(0);
     expect(await own.done(`${ns}:taken`, 'tok-a', 60_000)).toBe(false);
-    expect(sent.splice(0)).toEqual([doneOwn, 'WITH marked']);
+    expect(sent.splice(0)).toEqual(['doneOwn', 'done']);
     expect(await own.inspect(`${ns}:taken`)).toMatchObject({ kind: 'processing', token: 'tok-b' });
     // Its own claim, expired but not taken: one UPDATE, and the fingerprint is the done's.
     expect(await own.claim(`${ns}:own`, 'tok-c', 1, 'f-claim')).toBe('acquired');
     await sleep(20);
     sent.splice(0);
     expect(await own.done(`${ns}:own`, 'tok-c', 60_000, 'f-done')).toBe(true);
-    expect(sent.splice(0)).toEqual([doneOwn]);
+    expect(sent.splice(0)).toEqual(['doneOwn']);
     expect(await own.inspect(`${ns}:own`)).toMatchObject({
       kind: 'done',
       token: 'tok-c',
@@ -437,13 +489,7 @@ describe('round trips per delivery', () => {
       }),
     );
     expect(outcome).toMatchObject({ status: 'processed', result: 'paid' });
-    expect(sent).toEqual([
-      claimNew,
-      'tx: BEGIN',
-      'tx: INSERT INTO',
-      `tx: ${doneOwn}`,
-      'tx: COMMIT',
-    ]);
+    expect(sent).toEqual(['claimNew', 'tx: BEGIN', 'tx: INSERT INTO', 'tx: doneOwn', 'tx: COMMIT']);
   });
 });
 
