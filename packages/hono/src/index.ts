@@ -80,9 +80,10 @@ export function hookgate<TPayload = unknown>(
   };
 }
 
+// Thrown only when no bytes are left; whether Hono's readers keep them depends on its version.
 const GONE =
   'the request body was consumed before hookgate() could read its raw bytes. ' +
-  'Mount hookgate() first, or read the body through c.req (c.req.json(), c.req.text()), which keeps them';
+  'Mount hookgate() before anything that reads the body';
 
 /**
  * The exact body bytes, or why there are none. Only Hono's public API: `c.req.raw`, and
@@ -95,8 +96,10 @@ function rawBodyOf(
 ): Promise<Body> {
   const raw = c.req.raw;
   if (raw.bodyUsed) {
-    // Read before us. Through Hono's own readers (c.req.json(), text(), validators), which
-    // cache it: c.req.arrayBuffer() gives the bytes back. Through the Request itself: gone.
+    // Read before us. Through Hono's own readers, c.req.arrayBuffer() rebuilds the bytes from
+    // what they cached: the text from Hono 4.8.4 (c.req.text() from 4.2.0), so the exact bytes
+    // of a UTF-8 body; before, c.req.json() cached the parsed object, re-serialised here (a
+    // signature over it fails). Through the Request itself, or before 4.2.0: gone.
     return c.req.arrayBuffer().then(
       (buffer) => limited(buffer, limit),
       () => {
