@@ -1,10 +1,14 @@
 import { expect, it } from 'vitest';
+import type { Harness } from './harness.js';
 import type { SuiteContext } from './index.js';
 
 /** A gate whose bodies carry many events: a JSON array, as SendGrid's Event Webhook posts. */
 const batched = { gate: { split: (payload: unknown) => payload as readonly unknown[] } };
 const keys = (event: { events?: readonly { key: string }[] } | undefined) =>
   event?.events?.map((e) => e.key);
+/** The decisions about one subject, in the order they were reported: `decision:key`. */
+const decided = (h: Harness, subject: string) =>
+  h.decisions.filter((d) => d.subject === subject).map((d) => `${d.decision}:${d.key}`);
 
 /**
  * Bodies of many events (a gate with `split`): every event is claimed, the new ones reach the
@@ -114,10 +118,75 @@ export function batch({ start }: SuiteContext): void {
       expect(keys(h.handled[0])?.sort()).toEqual(['evt:evt_2', 'evt:evt_3']);
       await h.waitFor('done', 2);
       expect(h.count('stale')).toBe(1);
+      // Oldest first, the event that first took the subject was not the newest: it is reported
+      // new, then released and stale.
+      const steps =
+        order === 'oldest first'
+          ? ['new:evt:evt_1', 'in-flight:evt:evt_2', 'released:evt:evt_1', 'new:evt:evt_2']
+          : ['new:evt:evt_2'];
+      expect(decided(h, 'grant_1')).toEqual([...steps, 'stale:evt:evt_1', 'done:evt:evt_2']);
       // The resent body: every event settled for good.
       expect(await (await h.post(body)).json()).toEqual({ status: 'duplicate' });
       expect(await (await h.post([older])).json()).toEqual({ status: 'duplicate' });
       expect(h.handled).toHaveLength(1);
     });
   }
+
+  /** Two events of one subject stamped alike, and one of another subject. */
+  const tied = [
+    { id: 'evt_1', subject: 'grant_1', at: '2024-05-01T00:00:00Z' },
+    { id: 'evt_2', subject: 'grant_1', at: '2024-05-01T00:00:00Z' },
+    { id: 'evt_3', subject: 'grant_2', at: '2024-05-01T00:00:00Z' },
+  ];
+  const tiedKeys = ['evt:evt_1', 'evt:evt_2'];
+
+  it("under the sequence guard, a body's events of one subject on a timestamp tie: the one holding the subject runs, the other is stale (ties: 'drop')", async () => {
+    const h = await start({
+      gate: { ...batched.gate, sequence: true, subject: 'subject', occurredAt: 'at' },
+    });
+    const res = await h.post(tied);
+    expect(res.status).toBe(200);
+    expect(h.handled).toHaveLength(1);
+    await h.waitFor('done', 2);
+    // The event that took the subject first holds it: reported new, never released.
+    const [first] = decided(h, 'grant_1');
+    expect(first).toMatch(/^new:/);
+    const holder = first!.slice('new:'.length);
+    const other = tiedKeys.find((key) => key !== holder);
+    expect(tiedKeys).toContain(holder);
+    expect(keys(h.handled[0])?.sort()).toEqual([holder, 'evt:evt_3'].sort());
+    expect(decided(h, 'grant_1')).toEqual([`new:${holder}`, `stale:${other}`, `done:${holder}`]);
+    // The resent body: every event settled for good.
+    expect(await (await h.post(tied)).json()).toEqual({ status: 'duplicate' });
+    expect(h.handled).toHaveLength(1);
+  });
+
+  it("under the sequence guard with ties: 'apply', a body's events of one subject on a timestamp tie answer 409 for the body on every attempt", async () => {
+    const h = await start({
+      gate: { ...batched.gate, sequence: { subject: 'subject', occurredAt: 'at', ties: 'apply' } },
+    });
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const seen = decided(h, 'grant_1').length;
+      const res = await h.post(tied);
+      expect(res.status).toBe(409);
+      expect(res.headers.get('retry-after')).toBe('10');
+      expect(await res.json()).toEqual({ status: 'in-flight' });
+      expect(h.handled).toHaveLength(0);
+      await h.waitFor('released', 2 * attempt);
+      // The holder is applied; the other waits for the subject, claimed again and held again;
+      // then the body's claims are released.
+      const steps = decided(h, 'grant_1').slice(seen);
+      const holder = steps[0]?.slice('new:'.length);
+      const other = tiedKeys.find((key) => key !== holder);
+      expect(tiedKeys).toContain(holder);
+      expect(steps).toEqual([
+        `new:${holder}`,
+        `in-flight:${other}`,
+        `in-flight:${other}`,
+        `released:${holder}`,
+      ]);
+    }
+    expect(h.count('done')).toBe(0);
+    expect(h.count('stale')).toBe(0);
+  });
 }

@@ -35,6 +35,25 @@ export function commandTests<C extends object>(given: RedisDriver<C>): void {
   }
   const resetStats = () => server.command('CONFIG', 'RESETSTAT');
 
+  /**
+   * Run each of the store's scripts once, so that the server has them cached (another test
+   * flushes the cache) and a count sees one `EVALSHA` per script call, not the `EVAL` that
+   * follows a `NOSCRIPT`.
+   */
+  async function cacheScripts(store: ClaimStore): Promise<void> {
+    const key = `hookgate:evt:${crypto.randomUUID()}`;
+    const token = crypto.randomUUID();
+    await store.claim(key, token, 60_000);
+    await store.extend(key, token, 60_000);
+    await store.release(key, token);
+    await store.done(key, token, 60_000);
+    const subject = `hookgate:seq:${crypto.randomUUID()}`;
+    const request = { at: 1, eventKey: key, token, holdMs: 60_000, ttlMs: 60_000 };
+    await store.advance(subject, { ...request, ties: 'drop' });
+    await store.extendHold(subject, token, 60_000);
+    await store.releaseHold(subject, token);
+  }
+
   const configurations: RedisClientVariant<C>[] = [
     { label: 'plain client', client: (port) => driver.client(port) },
     ...(driver.variants ?? []),
@@ -124,6 +143,78 @@ export function commandTests<C extends object>(given: RedisDriver<C>): void {
           () => 1,
         );
         expect(await commandStats()).toEqual({ set: 4, get: 3, evalsha: 3, time: 1 });
+      });
+
+      it('through the sequence guard, a stale delivery costs 3 commands, one whose subject is held 3', async () => {
+        const sequenced = createGate({
+          store,
+          eventId: 'id',
+          sequence: { subject: 'subject', occurredAt: 'at' },
+        });
+        const subject = crypto.randomUUID();
+        const event = (at: number) => ({ payload: { id: crypto.randomUUID(), subject, at } });
+        await sequenced.run(event(2), () => 2);
+        await cacheScripts(store);
+        await resetStats();
+        // claim: SET; advance: EVALSHA (TIME, GET: older than the watermark, nothing written);
+        // done: EVALSHA (GET, SET).
+        expect((await sequenced.run(event(1), () => 1)).status).toBe('stale');
+        expect(await commandStats()).toEqual({ set: 2, get: 2, evalsha: 2, time: 1 });
+        const holder = await sequenced.claim(event(3));
+        expect(holder.acquired).toBe(true);
+        await resetStats();
+        // claim: SET; advance: EVALSHA (TIME, GET: another event holds the subject, nothing
+        // written); release: EVALSHA (GET, DEL).
+        expect((await sequenced.run(event(4), () => 4)).status).toBe('in-flight');
+        expect(await commandStats()).toEqual({ set: 1, get: 2, evalsha: 2, time: 1, del: 1 });
+        await holder.done();
+      });
+
+      it('a heartbeat beat costs 1 command, 2 through the sequence guard', async () => {
+        /** Wait (up to 2 s) until the stats show `evalsha` calls, then give them. */
+        const statsOnce = async (evalsha: number) => {
+          for (let waited = 0; ; waited += 5) {
+            const stats = await commandStats();
+            if ((stats.evalsha ?? 0) >= evalsha || waited > 2_000) return stats;
+            await new Promise((resolve) => setTimeout(resolve, 5));
+          }
+        };
+        const heartbeat = { intervalMs: 200 };
+        const gate = createGate({ store, eventId: 'id', heartbeat });
+        const sequenced = createGate({
+          store,
+          eventId: 'id',
+          heartbeat,
+          sequence: { subject: 'subject', occurredAt: 'at' },
+        });
+        await cacheScripts(store);
+        // A beat: extend: EVALSHA (GET, PEXPIRE).
+        const plain = await gate.run({ payload: { id: crypto.randomUUID() } }, async () => {
+          await resetStats();
+          return statsOnce(1);
+        });
+        expect(plain.status === 'processed' && plain.result).toEqual({
+          evalsha: 1,
+          get: 1,
+          pexpire: 1,
+        });
+        // A beat: extendHold: EVALSHA (GET, TIME, SET, and PTTL: the watermark outlives the
+        // hold, so no PEXPIRE); then extend: EVALSHA (GET, PEXPIRE).
+        const guarded = await sequenced.run(
+          { payload: { id: crypto.randomUUID(), subject: crypto.randomUUID(), at: 1 } },
+          async () => {
+            await resetStats();
+            return statsOnce(2);
+          },
+        );
+        expect(guarded.status === 'processed' && guarded.result).toEqual({
+          evalsha: 2,
+          get: 2,
+          time: 1,
+          set: 1,
+          pttl: 1,
+          pexpire: 1,
+        });
       });
 
       it('after SCRIPT FLUSH a script is sent once by EVAL, then by EVALSHA again', async () => {
