@@ -82,6 +82,8 @@ interface Child {
   readonly pid: number | undefined;
   stdout(): string;
   stderr(): string;
+  /** Close the read end of its stdout pipe, as `head` does once it has read enough. */
+  closeStdout(): void;
   readonly exited: Promise<Run>;
 }
 
@@ -112,7 +114,13 @@ function startChild(
       resolve({ code, stdout, stderr, ms: performance.now() - started });
     });
   });
-  return { pid: child.pid, stdout: () => stdout, stderr: () => stderr, exited };
+  return {
+    pid: child.pid,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    closeStdout: () => child.stdout.destroy(),
+    exited,
+  };
 }
 
 /** A `hookgate` that runs until it is stopped (`watch`), with its output so far. */
@@ -126,6 +134,8 @@ export interface Running {
    * process exits first, with what it printed.
    */
   until(ready: () => boolean, ms?: number): Promise<void>;
+  /** Close the read end of its stdout: its next write finds no reader (EPIPE). */
+  closeStdout(): void;
   /** Send `signal` to it (by pid) and wait for its exit. */
   stop(signal: NodeJS.Signals): Promise<Run>;
   /** Settles when the process exits. */
@@ -143,6 +153,7 @@ export function hookgateRunning(args: string[], killAfterMs = 60_000): Running {
   return {
     lines,
     stderr: child.stderr,
+    closeStdout: child.closeStdout,
     exited: child.exited,
     async until(ready, ms = 10_000) {
       const deadline = performance.now() + ms;

@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createGate, type GateOptions } from '@hookgate/core';
 import { IoRedisStore } from '@hookgate/ioredis';
 import { PostgresAuditLog, PostgresStore } from '@hookgate/pg';
@@ -750,6 +751,170 @@ describe('hookgate watch', () => {
     }
   });
 
+  it('a closed stdout (watch | head -n 1) stops it with exit 0, not a hang or an EPIPE crash', async () => {
+    const namespace = ns('watch-head');
+    const watcher = await watchFromNow(namespace);
+    await insert(pool, namespace, 'evt:read');
+    await watcher.until(() => watcher.lines().length >= 1);
+    watcher.closeStdout();
+    let exited = false;
+    void watcher.exited.then(() => {
+      exited = true;
+    });
+    // Only a write finds the reader gone: write decisions until it has exited.
+    for (let i = 0; i < 100 && !exited; i++) {
+      await insert(pool, namespace, `evt:unread-${i}`);
+      await sleep(50);
+    }
+    // A watch that still ran would end here with code null.
+    const stopped = await watcher.stop('SIGKILL');
+    expect(stopped.code).toBe(0);
+    expect(stopped.stderr).toMatch(/^hookgate: watching [^\n]+ \(Ctrl-C stops\)\n$/);
+  });
+
+  it('a poll whose connection is lost is one line on stderr; it polls again, and says when it reads again', async () => {
+    const namespace = ns('watch-lost');
+    const watcher = watch([
+      '--json',
+      '--since-id',
+      await lastId(),
+      '--namespace',
+      namespace,
+      '--interval',
+      '50',
+      '--timeout',
+      '60000',
+    ]);
+    await watcher.until(() => watcher.stderr().includes('watching'));
+    /** The pid of a poll of the watch waiting for the lock on the log, other than `seen`. */
+    const waitingPoll = (seen: readonly number[]) =>
+      vi.waitFor(
+        async () => {
+          const { rows } = await pool.query(
+            `SELECT pid FROM pg_stat_activity
+             WHERE application_name = 'hookgate-cli' AND wait_event_type = 'Lock'
+               AND query LIKE $1 AND NOT pid = ANY($2::int[])`,
+            [`%${LOG}%`, seen],
+          );
+          expect(rows).toHaveLength(1);
+          return rows[0].pid as number;
+        },
+        { timeout: 10_000, interval: 20 },
+      );
+    const holder = await pool.connect();
+    try {
+      // Polls wait on the lock, so that each can be ended on the server while it runs.
+      await holder.query('BEGIN');
+      await holder.query(`LOCK TABLE "${LOG}" IN ACCESS EXCLUSIVE MODE`);
+      const seen: number[] = [];
+      for (let failure = 0; failure < 2; failure++) {
+        seen.push(await waitingPoll(seen));
+        await pool.query('SELECT pg_terminate_backend($1)', [seen.at(-1)]);
+      }
+      await waitingPoll(seen); // tried again after both failures, on a new connection
+      expect(watcher.stderr()).not.toMatch(/polling again/);
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+    await watcher.until(() => watcher.stderr().includes('polling again'));
+    await insert(pool, namespace, 'evt:after');
+    await watcher.until(() => watcher.lines().length >= 1);
+    expect(printed(watcher).map(({ key }) => key)).toEqual(['evt:after']);
+    const stopped = await watcher.stop('SIGINT');
+    expect(stopped.code).toBe(0);
+    // Two failures in a row with the same error: said once.
+    expect(stopped.stderr.split('\n').slice(1)).toEqual([
+      'hookgate: a poll failed: terminating connection due to administrator command; trying again every 50 ms',
+      'hookgate: polling again',
+      '',
+    ]);
+  });
+
+  it('a poll that times out is one line on stderr; it polls again, and says when it reads again', async () => {
+    const namespace = ns('watch-timeout');
+    const since = await lastId();
+    const watcher = watch([
+      '--json',
+      '--since-id',
+      since,
+      '--namespace',
+      namespace,
+      '--interval',
+      '50',
+      '--timeout',
+      '200',
+    ]);
+    await watcher.until(() => watcher.stderr().includes('watching'));
+    const holder = await pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`LOCK TABLE "${LOG}" IN ACCESS EXCLUSIVE MODE`);
+      await watcher.until(() => watcher.stderr().includes('a poll failed'));
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+    await watcher.until(() => watcher.stderr().includes('polling again'));
+    await insert(pool, namespace, 'evt:after');
+    await watcher.until(() => watcher.lines().length >= 1);
+    expect(printed(watcher).map(({ key }) => key)).toEqual(['evt:after']);
+    const stopped = await watcher.stop('SIGINT');
+    expect(stopped.code).toBe(0);
+    const [banner, ...lines] = stopped.stderr.split('\n');
+    expect(banner).toMatch(/^hookgate: watching /);
+    // The server's statement_timeout or pg's query_timeout, whichever says it first.
+    expect(lines.slice(0, -2)).not.toHaveLength(0);
+    for (const line of lines.slice(0, -2)) {
+      expect(line).toMatch(
+        /^hookgate: a poll failed: (canceling statement due to statement timeout|Query read timeout); trying again every 50 ms$/,
+      );
+    }
+    expect(lines.slice(-2)).toEqual(['hookgate: polling again', '']);
+  });
+
+  it('waits for at most 10,000 skipped ids: the oldest are dropped, and said so', async () => {
+    const table = `hookgate_cli_gaps_${run}`;
+    const gaps = new PostgresAuditLog(pool, { table });
+    await gaps.setup();
+    /** Rows at these ids, in one transaction, keyed `evt:<id>`. */
+    const at = (ids: number[]) =>
+      pool.query(
+        `INSERT INTO "${table}" (id, writer, seq, at, decision, namespace, key)
+         OVERRIDING SYSTEM VALUE
+         SELECT id, gen_random_uuid(), 1, now(), 'new', 'x', 'evt:' || id
+         FROM unnest($1::bigint[]) AS id`,
+        [ids],
+      );
+    try {
+      // 20,000 skipped ids: the newest 10,000 (10,001 to 20,000) are waited for, silently;
+      // then 3 more (20,002 to 20,004), and the 3 oldest are dropped.
+      await at([1, 20_001, 20_005]);
+      const watcher = watch(['--table', table, '--json', '--from-start', '--interval', '50']);
+      await watcher.until(() => watcher.lines().length >= 3);
+      // Late rows: below the 10,000 kept, dropped, kept; and a row after them all.
+      await at([5_000, 10_002, 10_004, 20_006]);
+      await watcher.until(() => watcher.lines().length >= 5);
+      // The marker is read in the same poll as every late row: nothing else is coming.
+      expect(printed(watcher).map(({ key }) => key)).toEqual([
+        'evt:1',
+        'evt:20001',
+        'evt:20005',
+        'evt:10004',
+        'evt:20006',
+      ]);
+      const stopped = await watcher.stop('SIGINT');
+      expect(stopped.code).toBe(0);
+      expect(stopped.stderr).toBe(
+        `hookgate: watching ${table} for every decision (Ctrl-C stops)\n` +
+          'hookgate: no longer waiting for decision 3 ids from 10001 to 10003: more than 10000 ids were waiting; a row that commits there later is not printed\n',
+      );
+    } finally {
+      await gaps.close();
+      await pool.query(`DROP TABLE IF EXISTS "${table}"`);
+    }
+  });
+
   it('a decision log table that does not exist is exit 1, naming PostgresAuditLog.setup()', async () => {
     const table = `hookgate_cli_nolog_${run}`;
     for (const start of [[], ['--from-start']]) {
@@ -765,7 +930,7 @@ describe('hookgate watch', () => {
       expect(failed.stdout).toBe('');
       expect(failed.stderr).toMatch(
         new RegExp(
-          `^hookgate: the decision log table ${table} does not exist: create it with PostgresAuditLog\\.setup\\(\\)`,
+          `^hookgate: the decision log table ${table} does not exist: create it with PostgresAuditLog\\.setup\\(\\) \\(@hookgate/pg\\), or name yours with --table\\n$`,
         ),
       );
     }
