@@ -4,6 +4,7 @@ import { sign } from '@hookgate/http-conformance';
 import { MemoryStore } from '@hookgate/memory';
 import {
   type ArgumentsHost,
+  BadRequestException,
   Body,
   type CanActivate,
   Catch,
@@ -15,6 +16,7 @@ import {
   Inject,
   Injectable,
   Module,
+  type PipeTransform,
   Post,
   UseFilters,
   UseGuards,
@@ -63,6 +65,20 @@ class DeclinedFilter implements ExceptionFilter {
   }
 }
 
+/**
+ * A pipe that rejects the first delivery of each event with a 400, as a `ValidationPipe`
+ * rejects a body it finds invalid, and lets its redelivery through.
+ */
+class RejectsFirstDelivery implements PipeTransform<Payment, Payment> {
+  readonly #seen = new Set<string>();
+
+  transform(payment: Payment): Payment {
+    if (this.#seen.has(payment.id)) return payment;
+    this.#seen.add(payment.id);
+    throw new BadRequestException('payment rejected');
+  }
+}
+
 /** The interceptor built by Nest's injector, from the gate provider. */
 @Injectable()
 class PaymentsWebhook extends WebhookInterceptor<Payment> {
@@ -89,6 +105,13 @@ class WebhooksController {
   observable(@Webhook() event: WebhookEvent<Payment>): Observable<void> {
     // Applied 300 ms later, unless Nest tears the stream down first (the client went away).
     return timer(300).pipe(map(() => void handled.push(event.payload)));
+  }
+
+  @Post('validated')
+  @HttpCode(204)
+  @UseInterceptors(new WebhookInterceptor({ gate, verify }))
+  async validated(@Body(new RejectsFirstDelivery()) payment: Payment): Promise<void> {
+    handled.push(payment);
   }
 
   @Post('injected')
@@ -175,6 +198,23 @@ for (const platform of PLATFORMS) {
       expect(again.status).toBe(200); // not the route's @HttpCode(204)
       expect(await again.json()).toEqual({ status: 'duplicate' });
       expect(handled).toEqual([{ id }]);
+    });
+
+    it("a pipe that rejects the body answers 400 and releases the claim: the provider's retry runs the handler", async () => {
+      const rejected = await deliver('/webhooks/validated', { id });
+      expect(rejected.status).toBe(400);
+      expect(await rejected.json()).toMatchObject({ statusCode: 400, message: 'payment rejected' });
+      expect(handled).toEqual([]);
+      await expect.poll(kinds).toEqual(['new', 'released']);
+      expect(decisions[1]?.error).toBeInstanceOf(BadRequestException);
+      const key = decisions[0]?.key;
+      expect(key).toBeDefined();
+      decisions.length = 0;
+      // The same event again: the pipe lets it through, and the claim is taken anew.
+      expect((await deliver('/webhooks/validated', { id })).status).toBe(204);
+      expect(handled).toEqual([{ id }]);
+      await expect.poll(kinds).toEqual(['new', 'done']);
+      expect(decisions.map((d) => d.key)).toEqual([key, key]);
     });
 
     it("the interceptor can be built by Nest's injector: a subclass that injects the gate", async () => {
