@@ -6,7 +6,8 @@
 //       every package's declarations with `skipLibCheck` off;
 //   (b) require()s every package but the cli from a .cjs file on the running Node
 //       (require(esm)), runs the cli's `hookgate` binary (`--version`, `--help`), and
-//       type-checks a .cts file that requires core, memory and express with `module: nodenext`;
+//       type-checks a .cts file that requires core, memory and express with `module: nodenext`,
+//       and sees the settings docs/install.md says fail (node10, node16) fail with its codes;
 //   (c) type-checks core, memory, hono and fetch with `types: []` and no @types/node;
 //   (d) bundles core, memory and fetch for `--platform=browser` with esbuild, and runs the
 //       bundle (a gate, then a fetch handler answering a Request);
@@ -233,6 +234,13 @@ try {
   write('require.cts', REQUIRE_CTS);
   write('tsconfig.cts.json', tsconfig({ module: 'nodenext', noEmit: true }, ['require.cts']));
   run(bin('tsc'), ['-p', 'tsconfig.cts.json']);
+  // The CommonJS settings docs/install.md says fail, failing as it says.
+  write('import.cts', "import { createGate } from '@hookgate/core';\nvoid createGate;\n");
+  write('require-only.cts', "import core = require('@hookgate/core');\nvoid core;\n");
+  const legacy = { module: 'commonjs', moduleResolution: 'node10', noEmit: true };
+  expectTscError('node10', legacy, 'import.cts', 'TS2307');
+  expectTscError('node16', { module: 'node16', noEmit: true }, 'import.cts', 'TS1479');
+  expectTscError('node16', { module: 'node16', noEmit: true }, 'require-only.cts', 'TS1471');
 
   step('(c) core, memory, hono and fetch type-check with types: [] and no @types/node');
   write('portable.ts', PORTABLE);
@@ -318,6 +326,22 @@ function tsconfig(options, files) {
     compilerOptions: { target: 'ES2022', strict: true, skipLibCheck: true, ...options },
     files,
   });
+}
+
+/** Type-check `file` under `options` and expect it to fail with `code` (`TS2307`). */
+function expectTscError(label, options, file, code) {
+  const config = `tsconfig.fails-${label}-${file}.json`;
+  write(config, tsconfig(options, [file]));
+  let printed = '';
+  try {
+    output(bin('tsc'), ['-p', config], { stdio: 'pipe' });
+  } catch (error) {
+    printed = `${error.stdout ?? ''}${error.stderr ?? ''}`;
+  }
+  if (!printed.includes(`error ${code}`)) {
+    throw new Error(`expected ${file} under ${label} to fail with ${code}, got:\n${printed}`);
+  }
+  console.log(`${file} under ${label}: ${code}, as docs/install.md says`);
 }
 
 function expectOutput(text, expected) {

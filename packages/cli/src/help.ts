@@ -83,7 +83,7 @@ Docs: ${DOCS}`,
   stats: `Usage: hookgate stats (--redis <url> | --postgres <url>) [--limit <n>] [options]
 
 Count the namespace's live records by state: processing, done, watermark (a subject's
-sequence guard) and other (values hookgate did not write).
+sequence guard) and other (values that do not read as hookgate's records).
 
 Redis: SCAN MATCH <namespace>:* COUNT 1000, and a pipelined GET per key found. SCAN walks
 the whole keyspace, however few keys match: on a large database run it on a replica.

@@ -6,6 +6,7 @@ import {
   definePreset,
   deriveKey,
   HookgateError,
+  InvalidDeliveryError,
   type Preset,
   providers,
   type WebhookEvent,
@@ -492,6 +493,24 @@ describe('provider details', () => {
     const { gate } = gateFor(providers.sendgrid);
     expect(() => gate.split({ rawBody: '{"sg_event_id":"x"}' })).toThrow(/did not give an array/);
     expect(() => gate.split({ rawBody: 'not json' })).toThrow(HookgateError);
+  });
+
+  it('a split that throws, or gives something other than an array, is not-json (docs/errors.md)', () => {
+    const store = new MemoryStore();
+    const reasons = [
+      () => {
+        throw new Error('no events here');
+      },
+      () => ({ events: [] }) as unknown as readonly unknown[],
+    ].map((split) => {
+      try {
+        createGate({ store, eventId: 'id', split }).split({ payload: [{ id: 'a' }] });
+        return 'split';
+      } catch (error) {
+        return error instanceof InvalidDeliveryError && error.reason;
+      }
+    });
+    expect(reasons).toEqual(['not-json', 'not-json']);
   });
 
   it('shopify: webhooks of two topics that share one X-Shopify-Event-Id are both processed', async () => {
