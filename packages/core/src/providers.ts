@@ -64,7 +64,7 @@ function checkPresetFields(preset: object): void {
 /**
  * Define a provider preset, checked the way the built-in ones are: a wrong field throws a
  * `HookgateError` with code `INVALID_OPTIONS` here, not on the first delivery. The result is
- * frozen. To adapt a built-in preset, spread it: `definePreset({ ...providers.stripe, … })`.
+ * a frozen copy, its selectors too. To adapt a built-in preset, spread it: `definePreset({ ...providers.stripe, … })`.
  *
  * @example
  * const acme = definePreset({
@@ -77,7 +77,16 @@ function checkPresetFields(preset: object): void {
  */
 export function definePreset<const P extends Preset>(preset: P): Readonly<P> {
   checkPreset(preset);
-  return Object.freeze({ ...preset });
+  return frozenCopy(preset);
+}
+
+/** A copy of `value` frozen all the way down: arrays and objects copied, functions as given. */
+function frozenCopy<T>(value: T): T {
+  if (typeof value !== 'object' || value === null) return value;
+  const copy = Array.isArray(value)
+    ? value.map(frozenCopy)
+    : Object.fromEntries(Object.entries(value).map(([key, field]) => [key, frozenCopy(field)]));
+  return Object.freeze(copy) as T;
 }
 
 /**

@@ -557,8 +557,23 @@ describe('provider details', () => {
     expect((await apply.run(b, () => {})).status).toBe('processed');
   });
 
-  it('every built-in preset is frozen', () => {
-    for (const preset of Object.values(providers)) expect(Object.isFrozen(preset)).toBe(true);
+  it('every built-in preset is frozen, its selectors too', () => {
+    const frozenAllTheWay = (value: unknown): boolean =>
+      typeof value !== 'object' ||
+      value === null ||
+      (Object.isFrozen(value) && Object.values(value).every(frozenAllTheWay));
+    for (const preset of Object.values(providers)) expect(frozenAllTheWay(preset)).toBe(true);
+    expect(Object.isFrozen(providers.svix.eventId)).toBe(true);
+    expect(Object.isFrozen((providers.svix.eventId as readonly object[])[0])).toBe(true);
+  });
+
+  it("definePreset freezes a copy, and leaves the caller's own selectors as they were", () => {
+    const eventId = ['id', { header: 'X-Acme-Id' }];
+    const preset = definePreset({ name: 'acme', eventId });
+    expect(Object.isFrozen(preset.eventId)).toBe(true);
+    expect(Object.isFrozen(eventId)).toBe(false);
+    eventId.push('other');
+    expect(preset.eventId).toEqual(['id', { header: 'X-Acme-Id' }]);
   });
 });
 
