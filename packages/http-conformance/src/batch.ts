@@ -68,6 +68,43 @@ export function batch({ start }: SuiteContext): void {
     expect(keys(h.handled[0])).toEqual(['evt:evt_a']);
   });
 
+  it("with inFlight: 'ack', an event in flight elsewhere does not hold the body up: the others run, and it is acknowledged", async () => {
+    const h = await start({ ...batched, binding: { inFlight: 'ack' } });
+    const held = await h.gate.claim({ payload: { id: 'evt_b' } });
+    expect(held.acquired).toBe(true);
+    const res = await h.post([{ id: 'evt_a' }, { id: 'evt_b' }]);
+    expect(res.status).toBe(200);
+    expect(h.handled).toHaveLength(1);
+    expect(keys(h.handled[0])).toEqual(['evt:evt_a']);
+    await h.waitFor('done');
+    expect(h.count('released')).toBe(0);
+    await held.done();
+  });
+
+  it("with inFlight: 'ack', an event whose subject another event holds still answers 409 for the body, and releases the others", async () => {
+    const h = await start({
+      ...batched,
+      binding: { inFlight: 'ack' },
+      gate: { ...batched.gate, sequence: true, subject: 'subject', occurredAt: 'at' },
+    });
+    const older = { id: 'evt_1', subject: 'grant_1', at: '2024-05-01T00:00:00Z' };
+    const holder = await h.gate.claim({ payload: older });
+    expect(holder.acquired).toBe(true);
+    const body = [
+      { id: 'evt_2', subject: 'grant_1', at: '2024-05-02T00:00:00Z' },
+      { id: 'evt_3', subject: 'grant_2', at: '2024-05-02T00:00:00Z' },
+    ];
+    const res = await h.post(body);
+    expect(res.status).toBe(409);
+    expect(await res.json()).toEqual({ status: 'in-flight' });
+    expect(h.handled).toHaveLength(0);
+    await h.waitFor('released');
+    await holder.done();
+    // The provider comes back once the subject is free: both run.
+    expect((await h.post(body)).status).toBe(200);
+    expect(keys(h.handled[0])).toEqual(['evt:evt_2', 'evt:evt_3']);
+  });
+
   it('a store failure answers 503 and runs nothing; the resent body runs every event', async () => {
     const h = await start(batched);
     h.store.down.add('claim');
