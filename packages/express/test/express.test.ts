@@ -150,3 +150,94 @@ describe('express 5: an async handler that rejects, not wrapped', () => {
     }
   });
 });
+
+const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+// Not ASCII only, so a re-encoding that is not UTF-8 would show.
+const JSON_BODY = Buffer.from('{"id":"evt_1","name":"Zoë ✓"}');
+
+/**
+ * An app of `express` whose one route is `parser`, `hookgate()` with a verify that accepts only
+ * the bytes sent, then a 204; `post(bytes)` sends `bytes` and resolves the status.
+ */
+async function parsedFirst(express: typeof express5, parser: RequestHandler) {
+  const store = new MemoryStore();
+  const decisions: string[] = [];
+  const gate = createGate({
+    store,
+    eventId: 'id',
+    onDecision: (event) => decisions.push(event.decision),
+  });
+  let sent: Buffer = Buffer.alloc(0);
+  const verified: Buffer[] = [];
+  let runs = 0;
+  const app = express();
+  app.post(
+    '/webhook',
+    parser,
+    hookgate({
+      gate,
+      verify: (raw) => {
+        verified.push(Buffer.from(raw));
+        return raw.equals(sent); // what a signature over the bytes sent checks
+      },
+    }),
+    (_req, res) => {
+      runs++;
+      res.sendStatus(204);
+    },
+  );
+  const server = await listen(app);
+  const post = async (bytes: Buffer) => {
+    sent = bytes;
+    const res = await fetch(`${server.url}/webhook`, {
+      method: 'POST',
+      body: new Uint8Array(bytes),
+      headers: { 'content-type': 'application/json; charset=utf-8' },
+    });
+    await res.arrayBuffer();
+    return res.status;
+  };
+  return { store, decisions, verified, runs: () => runs, post, close: server.close };
+}
+
+describe.each([
+  ['express 4', express4],
+  ['express 5', express5],
+] as const)('%s: a parser that ran before hookgate()', (_name, express) => {
+  it('express.raw(): verify gets the exact bytes sent, a leading BOM included', async () => {
+    const app = await parsedFirst(express, express.raw({ type: '*/*' }));
+    const withBom = Buffer.concat([BOM, JSON_BODY]);
+    try {
+      expect(await app.post(withBom)).toBe(204);
+      expect(app.verified).toEqual([withBom]);
+      expect(app.runs()).toBe(1);
+      await vi.waitFor(() => expect(app.decisions).toEqual(['new', 'done']));
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('express.text(): a UTF-8 body without a BOM reaches verify byte-exact', async () => {
+    const app = await parsedFirst(express, express.text({ type: '*/*' }));
+    try {
+      expect(await app.post(JSON_BODY)).toBe(204);
+      expect(app.verified).toEqual([JSON_BODY]);
+      expect(app.runs()).toBe(1);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('express.text(): a BOM is dropped as it decodes, so a signature over the bytes sent fails (401, nothing claimed)', async () => {
+    const app = await parsedFirst(express, express.text({ type: '*/*' }));
+    try {
+      expect(await app.post(Buffer.concat([BOM, JSON_BODY]))).toBe(401);
+      expect(app.verified).toEqual([JSON_BODY]); // the bytes sent, less the BOM
+      expect(app.runs()).toBe(0);
+      expect(app.decisions).toEqual(['unverified']);
+      expect(app.store.size).toBe(0);
+    } finally {
+      await app.close();
+    }
+  });
+});

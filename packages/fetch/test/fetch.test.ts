@@ -104,6 +104,7 @@ const post = (body: string, headers: Record<string, string> = {}) =>
 describe('the request the handler gets', () => {
   it('is the incoming Request: headers, URL and method as they came, its body already read', async () => {
     const seen: { url: string; method: string; header: string | null; bodyUsed: boolean }[] = [];
+    let readAgain: unknown;
     const handler = webhookHandler({ gate: gateWith(), verify: false }, async (event, request) => {
       seen.push({
         url: request.url,
@@ -111,6 +112,10 @@ describe('the request the handler gets', () => {
         header: request.headers.get('x-tenant'),
         bodyUsed: request.bodyUsed,
       });
+      readAgain = await request.json().then(
+        () => 'parsed',
+        (error: unknown) => error,
+      );
       return Response.json({ payload: event.payload });
     });
     const res = await handler(post('{ "id": "evt_1" }', { 'x-tenant': 'acme' }));
@@ -123,6 +128,8 @@ describe('the request the handler gets', () => {
         bodyUsed: true,
       },
     ]);
+    // and request.json() throws: the body is not there to read a second time
+    expect(readAgain).toBeInstanceOf(TypeError);
   });
 
   it('keeps its own type: a Request subclass reaches the handler as it was passed', async () => {

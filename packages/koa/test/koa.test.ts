@@ -92,4 +92,64 @@ describe('@koa/bodyparser in front', () => {
       await server.close();
     }
   });
+
+  const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+  // Not ASCII only, so a re-encoding that is not UTF-8 would show.
+  const JSON_BODY = Buffer.from('{"id":"evt_1","name":"Zoë ✓"}');
+
+  /** Posts `bytes` as JSON through bodyParser() and hookgate() with a verify over the bytes sent. */
+  async function postParsed(bytes: Buffer) {
+    const store = new MemoryStore();
+    const decisions: string[] = [];
+    const gate = createGate({
+      store,
+      eventId: 'id',
+      onDecision: (event) => decisions.push(event.decision),
+    });
+    const verified: Buffer[] = [];
+    let runs = 0;
+    const app = new Koa3();
+    app.use(bodyParser());
+    app.use(
+      hookgate({
+        gate,
+        verify: (raw) => {
+          verified.push(Buffer.from(raw));
+          return raw.equals(bytes); // what a signature over the bytes sent checks
+        },
+      }),
+    );
+    app.use((ctx) => {
+      runs++;
+      ctx.status = 204;
+    });
+    const server = await listen(app.callback());
+    try {
+      const res = await fetch(`${server.url}/webhook`, {
+        method: 'POST',
+        body: new Uint8Array(bytes),
+        headers: { 'content-type': 'application/json; charset=utf-8' },
+      });
+      await res.arrayBuffer();
+      return { status: res.status, verified, runs, decisions, store };
+    } finally {
+      await server.close();
+    }
+  }
+
+  it('parses JSON and keeps rawBody: a UTF-8 body without a BOM reaches verify byte-exact', async () => {
+    const seen = await postParsed(JSON_BODY);
+    expect(seen.status).toBe(204);
+    expect(seen.verified).toEqual([JSON_BODY]);
+    expect(seen.runs).toBe(1);
+  });
+
+  it('drops a BOM as it decodes, so a signature over the bytes sent fails (401, nothing claimed)', async () => {
+    const seen = await postParsed(Buffer.concat([BOM, JSON_BODY]));
+    expect(seen.status).toBe(401);
+    expect(seen.verified).toEqual([JSON_BODY]); // the bytes sent, less the BOM
+    expect(seen.runs).toBe(0);
+    expect(seen.decisions).toEqual(['unverified']);
+    expect(seen.store.size).toBe(0);
+  });
 });
