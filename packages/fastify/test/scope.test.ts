@@ -117,6 +117,42 @@ for (const [name, fastify] of majors) {
       expect(await gh.json()).toEqual({ key: 'evt:evt_1' });
     });
 
+    it("guards the routes of a scope registered with a prefix, at the prefix's paths; a route outside it is not guarded", async () => {
+      const decisions: string[] = [];
+      let ran = 0;
+      // The docs' `webhooks` plugin: the gate and its routes, registered under a prefix.
+      const webhooks = async (scope: FastifyInstance) => {
+        await scope.register(hookgate, { gate: gateWith(decisions), verify: false });
+        scope.post('/stripe', async (request) => {
+          ran++;
+          return { key: request.webhook?.key };
+        });
+      };
+      await start((app) => {
+        app.register(webhooks, { prefix: '/webhooks' });
+        app.post('/stripe', async (request) => ({
+          body: request.body,
+          webhook: request.webhook ?? null,
+        }));
+      });
+
+      expect(await (await fetch(`${url}/webhooks/stripe`, json({ id: 'evt_1' }))).json()).toEqual({
+        key: 'evt:evt_1',
+      });
+      // The redelivery is a duplicate: the handler ran once.
+      expect(await (await fetch(`${url}/webhooks/stripe`, json({ id: 'evt_1' }))).json()).toEqual({
+        status: 'duplicate',
+      });
+      expect(ran).toBe(1);
+      expect(decisions).toEqual(['new', 'done', 'duplicate']);
+
+      // The same path outside the prefix: Fastify's JSON parser, no webhook, no claim.
+      const outside = await fetch(`${url}/stripe`, json({ id: 'evt_1' }));
+      expect(outside.status).toBe(200);
+      expect(await outside.json()).toEqual({ body: { id: 'evt_1' }, webhook: null });
+      expect(decisions).toEqual(['new', 'done', 'duplicate']);
+    });
+
     it('reads any content type as bytes inside the scope, also a body without one', async () => {
       await start((app) =>
         app.register(async (scope) => {

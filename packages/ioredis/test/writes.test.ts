@@ -6,7 +6,8 @@
  * sent, and never left corked.
  */
 
-import type { Socket } from 'node:net';
+import { type EventEmitter, once } from 'node:events';
+import { createServer, type Socket } from 'node:net';
 import { createGate } from '@hookgate/core';
 import {
   deadPort,
@@ -155,6 +156,42 @@ for (const major of [5, 6] as const) {
       } finally {
         client.disconnect();
         await dead.close();
+      }
+    });
+
+    it('a burst to a connected client that is not ready leaves its socket uncorked: the commands wait in the offline queue', async () => {
+      // A server that accepts the connection and never answers: the client has its socket but
+      // stays in `connect`, waiting for the replies to its own connection commands.
+      const accepted: Socket[] = [];
+      const silent = createServer((socket) => void accepted.push(socket));
+      await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+      const { port } = silent.address() as { port: number };
+      const client = redis(major, port);
+      try {
+        await once(client as unknown as EventEmitter, 'connect');
+        expect(client.status).toBe('connect');
+        const socket = socketOf(client)!;
+        expect(typeof socket.cork).toBe('function');
+        const written = socket.bytesWritten;
+        const store = new IoRedisStore(client, { timeoutMs: 200 });
+        const run = crypto.randomUUID();
+        // Ten claims in one tick: a ready client's socket would be corked from the second on.
+        const claims = Array.from({ length: 10 }, (_, i) =>
+          store.claim(`writes:${run}:${i}`, `${1e15 + i}`, 60_000),
+        );
+        expect(socket.writableCorked).toBe(0);
+        // Queued, not written (ioredis's own connection commands may leave later in the test).
+        expect(socket.bytesWritten).toBe(written);
+        await nextTurn();
+        expect(socket.writableCorked).toBe(0);
+        for (const claim of claims) {
+          await expect(claim).rejects.toMatchObject({ name: 'StoreUnavailableError' });
+        }
+        expect(socket.writableCorked).toBe(0);
+      } finally {
+        client.disconnect();
+        for (const socket of accepted) socket.destroy();
+        await new Promise((resolve) => silent.close(resolve));
       }
     });
   });

@@ -267,6 +267,29 @@ for (const platform of PLATFORMS) {
       }
     });
 
+    if (platform === 'fastify') {
+      it('Fastify answers 415 to a body with no Content-Type or an octet-stream one, before the interceptor: nothing claimed, the handler does not run', async () => {
+        const body = JSON.stringify({ id });
+        for (const type of [undefined, 'application/octet-stream']) {
+          // A byte body: fetch adds no Content-Type of its own.
+          const res = await fetch(`${url}/webhooks/partner`, {
+            method: 'POST',
+            headers: {
+              ...(type ? { 'content-type': type } : {}),
+              'x-signature': sign(body),
+              'x-partner': 'acme',
+            },
+            body: new TextEncoder().encode(body),
+          });
+          expect(res.status).toBe(415);
+          // Fastify's error, as Nest's exception handling renders it.
+          expect(await res.json()).toEqual({ statusCode: 415, message: 'Unsupported Media Type' });
+        }
+        expect(decisions).toEqual([]);
+        expect(handled).toEqual([]);
+      });
+    }
+
     it("a handler's Observable that Nest tears down as the client goes away releases the claim", async () => {
       const client = new AbortController();
       const first = deliver('/webhooks/observable', { id }, {}, client.signal).catch((e) => e);
@@ -368,6 +391,33 @@ for (const platform of PLATFORMS) {
         expect(res.status).toBe(500);
         expect(kinds()).toEqual(['misconfigured']);
         expect(String(decisions[0]?.error)).toMatch(/rawBody: true/);
+      } finally {
+        await app.close();
+      }
+    });
+
+    it('every form delivery answers 500 with an error that names the fix, and nothing is claimed', async () => {
+      const app = await createApp(platform, AppModule, { rawBody: false });
+      try {
+        const { url } = await serve(app);
+        decisions.length = 0;
+        handled.length = 0;
+        const body = `id=evt_${platform}_raw_form`;
+        const res = await fetch(`${url}/webhooks/partner`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/x-www-form-urlencoded',
+            'x-signature': sign(body),
+            'x-partner': 'acme',
+          },
+          body,
+        });
+        expect(res.status).toBe(500);
+        // Nest's default exception handling answers it: the error is not on the wire.
+        expect(await res.json()).toEqual({ statusCode: 500, message: 'Internal server error' });
+        expect(kinds()).toEqual(['misconfigured']);
+        expect(String(decisions[0]?.error)).toMatch(/rawBody: true/);
+        expect(handled).toEqual([]);
       } finally {
         await app.close();
       }
