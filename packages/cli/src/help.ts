@@ -103,9 +103,11 @@ gates (new, done, duplicate, released, invalid, …) as it is committed, one lin
 Ctrl-C (SIGINT) or SIGTERM, then exit 0. Redis stores keep no log: there is nothing to watch.
 
 Text: time, decision, key, provider, then reason, error, duration. --json: one JSON object per
-line (NDJSON) with every column: id, at, decision, namespace, key, reason, error, ….
+line (NDJSON) with the row's columns that are not null: id, at, decision, namespace, key,
+occurredAt, durationMs, reason, error, writer, seq, ….
 
-It polls: SELECT … WHERE id > <last id seen> ORDER BY id LIMIT 1000, every --interval ms. A
+It polls: SELECT … WHERE id > <last id seen> ORDER BY id LIMIT 1000, every --interval ms
+(at once again after a full page). A
 transaction may commit a row with an id below one already printed (ids are taken in order,
 committed in any order): watch reads the ids it skipped again for 60 s; such a late row is
 printed when it commits, after rows with higher ids. It says so on stderr when it stops
@@ -119,7 +121,7 @@ waiting for an id that a transaction still open may write.
   --since-id <n>       start after the row with this id (the "id" of --json)
   --from-start         start at the first row of the table
                        (default: only decisions written from now on)
-  --interval <ms>      the pause between two polls (default: 1000)
+  --interval <ms>      the pause after a poll that read fewer than 1000 rows (default: 1000)
   --timeout <ms>       deadline of the connection and of each query (default: 5000)
   --json               print one JSON object per decision and line
   -h, --help           print this help
@@ -129,7 +131,8 @@ Exit codes:
   1  cannot connect; the table is missing (PostgresAuditLog.setup() creates it) or cannot
      be read. A poll that fails once connected (a lost connection, a timeout) is reported on
      stderr and tried again.
-  2  usage error: unknown flag, bad value, --redis
+  2  usage error: unknown flag, extra argument, bad value, no --postgres, --redis,
+     --since-id with --from-start
 Docs: ${DOCS}`,
 } as const;
 

@@ -755,6 +755,30 @@ describe('hookgate watch', () => {
     }
   });
 
+  it('reads a full page (1000 rows) and polls again at once, not after --interval', async () => {
+    const namespace = ns('watch-pages');
+    const since = await lastId();
+    await pool.query(
+      `INSERT INTO "${LOG}" (writer, seq, at, decision, namespace, key)
+       SELECT gen_random_uuid(), 1, now(), 'new', $1, 'evt:page-' || n
+       FROM generate_series(1, 2500) AS n`,
+      [namespace],
+    );
+    // An interval far longer than the wait: only polls that follow at once can read it all.
+    const watcher = watch([
+      '--json',
+      '--since-id',
+      since,
+      '--namespace',
+      namespace,
+      '--interval',
+      '600000',
+    ]);
+    await watcher.until(() => watcher.lines().length >= 2500, 20_000);
+    expect(new Set(printed(watcher).map(({ key }) => key)).size).toBe(2500);
+    expect((await watcher.stop('SIGINT')).code).toBe(0);
+  });
+
   it('a closed stdout (watch | head -n 1) stops it with exit 0, not a hang or an EPIPE crash', async () => {
     const namespace = ns('watch-head');
     const watcher = await watchFromNow(namespace);

@@ -53,11 +53,12 @@ export function keepRawBody(req: IncomingMessage, _res: ServerResponse, buf: Buf
 
 /**
  * Middleware for a webhook route. It reads the raw body, runs `verify`, claims the delivery and
- * answers duplicates (200), stale events (200), deliveries in flight (409), invalid ones (400) and
- * store failures (503) itself. A new event goes on to the next handler as `req.webhook`; the claim
- * is settled on the status the response puts on the wire: done on a 2xx, failed otherwise
- * (released, or retained per `onFailure`); a status an error handler sets after the answer left
- * changes nothing.
+ * answers an unverified delivery (401), a body over `limit` (413) or cut off (400), an
+ * invalid one (400), duplicates and stale events (200), deliveries in flight (409, or 200 with
+ * `inFlight: 'ack'`), payload conflicts (422) and store failures (503) itself. A new event goes on
+ * to the next handler as `req.webhook`; the claim is settled on the status the response puts on
+ * the wire: done on a 2xx, failed otherwise (released, or retained per `onFailure`); a status an
+ * error handler sets after the answer left changes nothing.
  *
  * @example
  * app.post('/webhooks', hookgate({ gate, verify }), (req, res) => { ...; res.sendStatus(204); });

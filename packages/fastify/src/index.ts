@@ -73,13 +73,14 @@ export type HookgatePlugin = (scope: FastifyScope, options: HookgateOptions) => 
 /**
  * A Fastify plugin (Fastify 4 and 5) that guards every route of the scope that registers it. In
  * that scope it replaces the content-type parsers with one that keeps any body as its exact bytes
- * (`request.body` is a `Buffer`), then, before each handler, runs `verify`, claims the delivery and
- * answers duplicates (200), stale events (200), deliveries in flight (409), invalid ones (400),
- * payload conflicts (422), bodies over `limit` (413) and store failures (503) itself. A new event
- * reaches the handler as `request.webhook`; the claim is settled on the status the response puts on
- * the wire: done on a 2xx, failed otherwise (released, or retained per `onFailure`); a thrown
- * error becomes the error handler's answer, which fails it. Routes outside the scope keep their
- * own body parsing.
+ * (`request.body` is a `Buffer`), then, before each handler, runs `verify`, claims the delivery
+ * and answers an unverified delivery (401), a body over `limit` (413) or cut off (400), an
+ * invalid one (400), duplicates and stale events (200), deliveries in flight (409, or 200 with
+ * `inFlight: 'ack'`), payload conflicts (422) and store failures (503) itself. A new event reaches
+ * the handler as `request.webhook`; the claim is settled on the status the response puts on the
+ * wire: done on a 2xx, failed otherwise (released, or retained per `onFailure`); a thrown error
+ * becomes the error handler's answer, which fails it. Routes outside the scope keep their own body
+ * parsing.
  *
  * Like a `fastify-plugin` plugin it is not encapsulated itself (its parser and hooks belong to
  * the registering scope), so register it inside a scope of its own, not on the root instance.

@@ -48,10 +48,12 @@ export type FetchHandler<TRequest extends Request = Request> = (
 
 /**
  * A fetch handler for a webhook route. It reads the raw body, runs `verify`, claims the delivery
- * and answers duplicates (200), stale events (200), deliveries in flight (409), invalid ones (400),
- * bodies over the limit (413) and store failures (503) itself, as small JSON bodies. A new event
- * goes to `handler(event, request)`; the claim is settled on the Response it returns before that
- * Response is returned: done on a 2xx, failed otherwise (released, or retained per `onFailure`).
+ * and answers an unverified delivery (401), a body over `limit` (413) or cut off (400), an
+ * invalid one (400), duplicates and stale events (200), deliveries in flight (409, or 200 with
+ * `inFlight: 'ack'`), payload conflicts (422) and store failures (503) itself, as small JSON
+ * bodies. A new event goes to `handler(event, request)`; the claim is settled on the Response it
+ * returns before that Response is returned: done on a 2xx, failed otherwise (released, or retained
+ * per `onFailure`).
  *
  * A handler that throws fails the claim (likewise) and the error is thrown on, to the runtime
  * (which answers 500 and logs it: Next.js, Bun, Deno, Workers) or to your own wrapper. A handler

@@ -45,11 +45,13 @@ export type HookgateOptions<TPayload = unknown> = BindingOptions<TPayload, Uint8
 
 /**
  * Middleware for a webhook route. It reads the raw body, runs `verify`, claims the delivery and
- * answers duplicates (200), stale events (200), deliveries in flight (409), invalid ones (400) and
- * store failures (503) itself. A new event goes on to the handler as `c.get('webhook')`; once it
- * settles, the claim is settled on the response the route ends with: done on a 2xx, failed
- * otherwise (released, or retained per `onFailure`) — a thrown error (Hono's to handle, through
- * `app.onError`) and a handler that returns no Response both end in a non-2xx.
+ * answers an unverified delivery (401), a body over `limit` (413) or cut off (400), an
+ * invalid one (400), duplicates and stale events (200), deliveries in flight (409, or 200 with
+ * `inFlight: 'ack'`), payload conflicts (422) and store failures (503) itself. A new event goes on
+ * to the handler as `c.get('webhook')`; once it settles, the claim is settled on the response the
+ * route ends with: done on a 2xx, failed otherwise (released, or retained per `onFailure`) — a
+ * thrown error (Hono's to handle, through `app.onError`) and a handler that returns no Response
+ * both end in a non-2xx.
  *
  * @example
  * app.post('/webhooks', hookgate({ gate, verify }), (c) => { ...; return c.body(null, 204); });

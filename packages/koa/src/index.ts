@@ -34,12 +34,14 @@ export type HookgateOptions<TPayload = unknown> = BindingOptions<
 
 /**
  * Middleware for a webhook route (Koa 2 and 3, `@koa/router`). It reads the raw body, runs
- * `verify`, claims the delivery and answers duplicates (200), stale events (200), deliveries in
- * flight (409), invalid ones (400) and store failures (503) itself. A new event goes on to the next
- * middleware as `ctx.state.webhook`; the claim is settled on the status the response puts on the
- * wire: done on a 2xx, failed otherwise (released, or retained per `onFailure`); a thrown error
- * becomes Koa's 500, unless the handler had already written its answer. The error goes on to
- * Koa's error handling.
+ * `verify`, claims the delivery and answers an unverified delivery (401), a body over
+ * `limit` (413) or cut off (400), an invalid one (400), duplicates and stale events (200),
+ * deliveries in flight (409, or 200 with `inFlight: 'ack'`), payload conflicts (422) and store
+ * failures (503) itself. A new event goes on to the next middleware as `ctx.state.webhook`; the
+ * claim is settled on the status the response puts on the wire: done on a 2xx, failed otherwise
+ * (released, or retained per `onFailure`); a thrown error goes on to Koa's error handling, whose
+ * answer (500, or an HTTP error's own status) fails it, unless the handler had already written
+ * its answer.
  *
  * @example
  * router.post('/webhooks', hookgate({ gate, verify }), (ctx) => { ...; ctx.status = 204; });

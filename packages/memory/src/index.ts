@@ -29,8 +29,9 @@ import {
 export interface MemoryStoreOptions {
   /**
    * The most records (claims and watermarks) held at once. When it is reached and no record has
-   * expired, a new claim fails closed with `StoreUnavailableError` (the gate answers 503 and the
-   * provider retries later) instead of evicting a record, which could let a duplicate through.
+   * expired, a new record (a claim, a done after its claim expired, a watermark) fails closed
+   * with `StoreUnavailableError` (the gate answers 503 and the provider retries later) instead
+   * of evicting a record, which could let a duplicate through.
    * @default 100_000
    */
   maxEntries?: number;

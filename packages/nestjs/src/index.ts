@@ -51,17 +51,18 @@ interface NestRequest {
 
 /**
  * An interceptor for a webhook route: `@UseInterceptors(new WebhookInterceptor({ gate, verify }))`
- * on the controller method. It reads the exact body bytes Nest kept as `req.rawBody` (create
- * the app with `rawBody: true`), runs `verify`, claims the delivery and answers duplicates
- * (200), stale events (200), deliveries in flight (409), invalid ones (400), payload conflicts
- * (422), bodies over `limit` (413) and store failures (503) itself, as JSON, without running
- * the handler. A new event reaches the handler as {@link Webhook | `@Webhook()`} (and
- * `req.webhook`); the claim is settled on the status the response puts on the wire: done on a
- * 2xx, released otherwise, so a handler that throws releases it through the answer of Nest's
- * exception filters.
+ * on the controller method. It reads the exact body bytes Nest kept as `req.rawBody` (create the
+ * app with `rawBody: true`), runs `verify`, claims the delivery and answers an unverified
+ * delivery (401), a body over `limit` (413) or cut off (400), an invalid one (400), duplicates and
+ * stale events (200), deliveries in flight (409, or 200 with `inFlight: 'ack'`), payload conflicts
+ * (422) and store failures (503) itself, as JSON, without running the handler. A new event reaches
+ * the handler as {@link Webhook | `@Webhook()`} (and `req.webhook`); the claim is settled on the
+ * status the response puts on the wire: done on a 2xx, failed otherwise (released, or retained
+ * with the gate's `onFailure: 'retain'`), so a handler that throws fails it through the answer of
+ * Nest's exception filters.
  *
  * Guards run before it (a refused request claims nothing); pipes run after it, so a rejected
- * body (400) releases the claim. For options from Nest's injector, subclass it:
+ * body (400) fails the claim (released, unless `onFailure: 'retain'`). For options from Nest's injector, subclass it:
  * `@Injectable() class StripeWebhook extends WebhookInterceptor { constructor(@Inject(GATE)
  * gate: Gate) { super({ gate, verify }); } }`, then `@UseInterceptors(StripeWebhook)`.
  *

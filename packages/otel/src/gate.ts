@@ -37,7 +37,7 @@ import { messageOf } from './store.js';
  * gate's own. What `run` resolves or rejects with is unchanged.
  *
  * Parent and child spans need a context manager (every SDK setup registers one); with no SDK
- * at all, `run` is the gate's own, plus one no-op span.
+ * at all, `run` is the gate's own: no span is started.
  *
  * @example
  * const gate = instrumentGate(createGate(instrument({ store, provider: providers.stripe })));

@@ -81,8 +81,9 @@ const OWNER = 'PostgresAuditLog';
  * gate as `onDecision`. Recording only queues the decision (no I/O, no promise), so the log
  * never slows or breaks the gate; the queue is written in batches, one multi-row `INSERT` each,
  * when `batchSize` decisions wait or every `flushIntervalMs`. It is bounded by `maxQueue`: while
- * PostgreSQL is down, the oldest decisions are dropped and counted, the failed batch is kept and
- * tried again, and writing resumes when the server is back. `close()` writes what is left.
+ * PostgreSQL is down, a failed batch goes back to the front of the queue and is tried again, the
+ * oldest decisions past `maxQueue` (the failed batch's first) are dropped and counted, and
+ * writing resumes when the server is back. `close()` writes what is left.
  *
  * Rows are only ever inserted, so the application's role needs `INSERT` and `SELECT`, and no
  * `UPDATE`, `DELETE` or `TRUNCATE`: the adapter's docs show the grants that make the table

@@ -57,8 +57,8 @@ export class PostgresLedger {
 
   /**
    * @param pool - a `pg` `Pool`; you keep it, and end it yourself
-   * @throws HookgateError `INVALID_OPTIONS` for a pool without `query` and `connect`, or a bad
-   * table name
+   * @throws HookgateError `INVALID_OPTIONS` for a pool without `query` and `connect` (or a
+   * `Client`), a bad table name, or a `timeoutMs` that is not a positive integer
    */
   constructor(pool: PgPool, options: PostgresLedgerOptions = {}) {
     const { table = 'hookgate_ledger', timeoutMs = 2000 } = options;
@@ -95,9 +95,11 @@ export class PostgresLedger {
    * event's key (`event.lease.key`, namespace included). If the key is already recorded, the
    * transaction rolls back, the handler does not run, and `run` resolves `duplicate` (the gate
    * records it done in its store). A second delivery running at the same moment (the gate keeps
-   * it out unless the first one's claim was lost) waits on the first one's row for at most
-   * `timeoutMs`: it finds it when the first commits within that, and otherwise rejects with a
-   * `StoreUnavailableError` without running the handler, so the provider retries. A handler
+   * it out unless the first one's claim was lost) waits on the first one's row: it finds it
+   * when the first commits within `timeoutMs`, and otherwise rejects with a
+   * `StoreUnavailableError` without running the handler, so the provider retries (after up to
+   * about twice `timeoutMs`: its `ROLLBACK` waits behind the insert, under a deadline of its
+   * own). A handler
    * that throws rolls back its effects and the record.
    * A `COMMIT` whose answer is lost is checked on another connection: when the key is recorded,
    * the transaction committed and resolves as one.
@@ -155,6 +157,7 @@ export class PostgresLedger {
    * Each statement has the ledger's deadline (`timeoutMs`), as `setup` has.
    * @returns how many rows were deleted
    * @throws StoreUnavailableError when a statement failed or passed its deadline
+   * @throws HookgateError `INVALID_OPTIONS` when `olderThanMs` is not a positive integer
    */
   async prune(olderThanMs: number): Promise<number> {
     positiveMs('PostgresLedger', 'olderThanMs', olderThanMs);

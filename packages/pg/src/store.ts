@@ -165,7 +165,8 @@ export class PostgresStore implements ClaimStore {
    * worker holds it, the transaction rolls back and `run` rejects with `LeaseLostError`. So the
    * handler's database effects happen exactly once, even when its lease expired and another
    * worker took over. The claim row is not locked while the handler runs. A handler that
-   * throws rolls back, and the gate releases the claim. A `COMMIT` whose answer is lost is
+   * throws rolls back, and the gate fails the claim (releases it, or retains it with
+   * `onFailure: 'retain'`). A `COMMIT` whose answer is lost is
    * checked on another connection: a transaction that committed resolves as one (no false
    * `lease-lost`); one that did not, or whose outcome the database cannot tell, rejects with
    * the `COMMIT`'s `StoreUnavailableError`.
@@ -176,6 +177,7 @@ export class PostgresStore implements ClaimStore {
    * transaction on it: its `COMMIT` would commit this one before the fence.
    *
    * Needs a `Pool` (`connect()`).
+   * @throws HookgateError `INVALID_OPTIONS` at once, when the store was given no `Pool`
    */
   transaction<TPayload, TResult>(
     handler: (
