@@ -53,6 +53,7 @@ export interface SqsBatchResponse {
  *   const results = await gate.runBatch(event.Records.map((r) => ({ rawBody: r.body })), work);
  *   return sqsBatchResponse(event.Records, results);
  * };
+ * @throws HookgateError `INVALID_OPTIONS` when `records` and `results` differ in length
  */
 export function sqsBatchResponse(
   records: readonly SqsRecordLike[],

@@ -40,7 +40,12 @@ export interface Claim<TPayload = unknown> {
    * landed.
    */
   release(): Promise<void>;
-  /** Settle a failed attempt as `onFailure` says: release, or retain as done. */
+  /**
+   * Settle a failed attempt as `onFailure` says: release, or retain as done.
+   * @throws LeaseLostError when another owner holds the key.
+   * @throws StoreUnavailableError when the store failed; tried again in the background, as
+   * `release` and `done` are.
+   */
   fail(error?: unknown): Promise<void>;
   /**
    * Reset the claim's TTL to `ms` (default `claimTtlMs`). A claim that expired while nobody

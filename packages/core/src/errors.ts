@@ -9,7 +9,12 @@ export const ErrorCode = {
   INVALID_DELIVERY: 'INVALID_DELIVERY',
   /** The claim is no longer ours: it expired and may now belong to another worker. */
   LEASE_LOST: 'LEASE_LOST',
-  /** An option passed to `createGate`, a store or a middleware is wrong. */
+  /**
+   * An option or argument is wrong: at construction (`createGate`, `definePreset`, a store, a
+   * middleware, a verifier) or on a call (a bad `gate.inspect` or `forget` target,
+   * `claim.extend(ms)`, `runBatch`'s `concurrency`, `sqsBatchResponse` given records and results
+   * of different lengths), or a request whose body a parser consumed before the binding.
+   */
   INVALID_OPTIONS: 'INVALID_OPTIONS',
 } as const;
 
@@ -78,7 +83,10 @@ export class StoreUnavailableError extends HookgateError {
 
 /** Why a delivery was refused. */
 export type InvalidReason =
-  /** Neither an event id nor (with `digestFallback: false`) a digest could key it. */
+  /**
+   * No event id and `digestFallback: false`, or an `eventId` function selector threw (even with
+   * the digest fallback on: a delivery whose selector failed is not keyed by its digest).
+   */
   | 'missing-id'
   /** The body or payload is not JSON (not parseable, not UTF-8, a non-JSON value, too deep). */
   | 'not-json'

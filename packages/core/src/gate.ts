@@ -37,7 +37,8 @@ export interface Gate<TPayload = unknown> {
    * {@link alreadyDone}`()` makes `run` record the event done and resolve `duplicate`.
    * @throws the handler's error, after the claim was released (or retained).
    * @throws InvalidDeliveryError when the delivery cannot be keyed; nothing was claimed.
-   * @throws StoreUnavailableError when the store failed; the handler did not run.
+   * @throws StoreUnavailableError when the store failed; the handler did not run. (A store that
+   * throws a `HookgateError` of another code rejects `run` with that error, as it is.)
    * @throws LeaseLostError when the handler finished after its claim expired and another
    * worker took the key (a handler that outlived its claim while nobody else took the key
    * still records done).
@@ -62,8 +63,9 @@ export interface Gate<TPayload = unknown> {
   /**
    * `run` over many deliveries (a queue's batch, or the events {@link Gate.split} found in one
    * body), at most `concurrency` handlers at a time. Resolves one result per delivery, in
-   * order: its {@link Outcome}, or `{ status: 'failed', error }` for a handler error, an invalid
-   * delivery or a store failure (each released or retained as `onFailure` says). It rejects
+   * order: its {@link Outcome}, or `{ status: 'failed', error }` for a handler error (its claim
+   * released or retained as `onFailure` says), an invalid delivery or a store failure (nothing
+   * claimed, or the claim released), or a lost lease. It rejects
    * only on a bad `concurrency`. {@link sqsBatchResponse} turns the results into an SQS
    * partial batch response.
    */
@@ -91,6 +93,7 @@ export interface Gate<TPayload = unknown> {
    * (`evt:…` or `dig:…`)
    * @throws InvalidDeliveryError when a delivery cannot be keyed; `INVALID_OPTIONS` for a
    * string that is not an event key, or a store without `inspect`.
+   * @throws StoreUnavailableError when the store failed (reported, reason `inspect`).
    */
   inspect(target: EventTarget): Promise<Inspection>;
   /**
@@ -100,6 +103,10 @@ export interface Gate<TPayload = unknown> {
    * event older than its subject's newest is `stale`.
    * @param target - as for {@link Gate.inspect}
    * @returns `true` when a record was deleted, `false` when there was none.
+   * @throws InvalidDeliveryError when a delivery cannot be keyed; `INVALID_OPTIONS` for a
+   * target that is not an event (a blank id, a string that is not an event key), or a store
+   * without `forget`.
+   * @throws StoreUnavailableError when the store failed (reported, reason `forget`).
    */
   forget(target: EventTarget): Promise<boolean>;
 }

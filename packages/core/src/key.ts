@@ -33,14 +33,17 @@ export interface KeyOptions {
   /**
    * Key deliveries without an event id by the SHA-256 of their canonical JSON. When `false`,
    * such a delivery is invalid.
-   * @default true
+   * @default the preset's, else true
    */
   digestFallback?: boolean;
 }
 
 /** A derived idempotency key. */
 export interface DerivedKey {
-  /** `evt:<id>` for an event id, `dig:<sha256 hex>` for a digest. */
+  /**
+   * `evt:<id>` for an event id (`evt:#<sha256 hex>` for one that is not plain), `dig:<sha256
+   * hex>` for a digest.
+   */
   key: string;
   /** How `key` was derived. */
   source: KeySource;
@@ -77,8 +80,8 @@ export function compileKeyOptions(options: KeyOptions): KeyDeriver {
  * characters of letters, digits and `_ . : @ / + = -` are kept as they are; any other id
  * (too long, control characters, spaces, …) is hashed, as `evt:#<sha256 hex>`.
  *
- * @throws InvalidDeliveryError `missing-id` when there is no id and `digestFallback` is off;
- * `not-json` when the payload must be parsed or digested and is not JSON.
+ * @throws InvalidDeliveryError `missing-id` when there is no id and `digestFallback` is off,
+ * or an `eventId` function selector threw; `not-json` when the payload must be parsed or digested and is not JSON.
  * @throws HookgateError `INVALID_OPTIONS` for a bad option (a selector, an empty `eventId`
  * array, a `digestFallback` that is not a boolean).
  */

@@ -105,7 +105,8 @@ export type StoredRecord =
  *
  * **Errors.** A store throws (or rejects) when it cannot tell the outcome: unreachable, failed,
  * or no answer within its deadline. It should throw `StoreUnavailableError` (with the
- * underlying error as `cause`); the gate wraps anything else into one, and treats a method
+ * underlying error as `cause`); the gate wraps anything else into one (a `HookgateError` of another code passes through as
+ * it is, and is not retried in the background), and treats a method
  * that throws synchronously exactly like one that rejects. It must never resolve with a
  * guess: a timed-out `claim` may still have been applied by the server.
  *

@@ -33,7 +33,10 @@ export type KeySource = 'event-id' | 'digest';
 
 /** What the handler is given: the event behind the delivery. */
 export interface WebhookEvent<TPayload = unknown> {
-  /** The idempotency key, `evt:<id>` or `dig:<sha256 hex>` (without the namespace). */
+  /**
+   * The idempotency key (without the namespace): `evt:<id>`, `evt:#<sha256 hex>` for an id that
+   * is not plain, or `dig:<sha256 hex>`.
+   */
   key: string;
   /** How `key` was derived. */
   source: KeySource;
@@ -90,13 +93,19 @@ export type Outcome<TResult = unknown> =
       key: string;
     }
   | {
-      /** Another worker holds the claim right now: answer so that the provider retries later. */
+      /**
+       * Another worker holds the claim right now, or (sequence guard) another event holds the
+       * subject: answer so that the provider retries later.
+       */
       status: 'in-flight';
       /** The idempotency key. */
       key: string;
     }
   | {
-      /** Older than the subject's watermark: acknowledge, the handler did not run. */
+      /**
+       * Older than the subject's watermark (or as old, under the default `ties: 'drop'`):
+       * acknowledge, the handler did not run.
+       */
       status: 'stale';
       /** The idempotency key. */
       key: string;
@@ -150,7 +159,7 @@ export interface DecisionEvent {
   decision: Decision;
   /** The gate's namespace. */
   namespace: string;
-  /** The provider preset's name, when the gate has one. */
+  /** The preset's name, else the gate's `name` option, when either is set. */
   provider?: string;
   /** The idempotency key, when it could be derived. */
   key?: string;

@@ -95,3 +95,24 @@ describe('two copies of @hookgate/core in one process', () => {
     expect(outcome.status).toBe('duplicate');
   });
 });
+
+describe('a store that throws a HookgateError of another code', () => {
+  it('rejects run with that error as it is, reported as store-unavailable, the handler not run (store.ts Errors)', async () => {
+    const refusal = optionError('MyStore', 'claim', 'refused this key');
+    const store = new MemoryStore();
+    store.claim = () => Promise.reject(refusal);
+    const decisions: { decision: string; reason?: string; error?: unknown }[] = [];
+    const gate = createGate({ store, eventId: 'id', onDecision: (event) => decisions.push(event) });
+    let ran = false;
+    const error = await gate
+      .run({ payload: { id: 'e1' } }, () => {
+        ran = true;
+      })
+      .catch((caught: unknown) => caught);
+    expect(error).toBe(refusal);
+    expect(ran).toBe(false);
+    expect(decisions).toMatchObject([
+      { decision: 'store-unavailable', reason: 'claim', error: refusal },
+    ]);
+  });
+});

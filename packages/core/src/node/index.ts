@@ -80,11 +80,12 @@ export interface WireWatch {
  *
  * When the connection closes before the response ends, the claim waits for the app to end it
  * anyway (an Express handler runs on), or for {@link WireWatch.appDone}, whichever comes first.
- * A handler that never answers leaves the claim to expire after `claimTtlMs` (or the
- * heartbeat's `maxMs`).
+ * A handler that never answers leaves the claim to expire after `claimTtlMs` (with a
+ * heartbeat, up to `claimTtlMs` after its `maxMs`).
  *
- * A watch may begin late. On a response that has ended already, it settles at once on the
- * status written; on one whose connection closed already, it settles on `appDone`. So an app
+ * A watch may begin late. On a response that has ended already, it settles at once on
+ * `res.statusCode` as it is then (the status written, unless something set `statusCode` after
+ * the response ended: watch before that can happen); on one whose connection closed already, it settles on `appDone`. So an app
  * whose handler usually answers before its promise settles (a Fastify route) can wait for that
  * promise and only then watch, and most responses are never watched at all.
  */
