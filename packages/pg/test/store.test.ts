@@ -321,6 +321,25 @@ describe('round trips per delivery', () => {
     }
   });
 
+  it('through gate.run: a delivery in flight elsewhere costs 2 statements, one after an expired claim 4', async () => {
+    const { sent, store: own } = counted();
+    const namespace = `rt-${randomUUID()}`;
+    const gate = createGate({ store: own, eventId: 'id', namespace });
+    const held = await gate.claim({ payload: { id: 'in-flight' } });
+    expect(held.acquired).toBe(true);
+    sent.splice(0);
+    expect((await gate.run({ payload: { id: 'in-flight' } }, () => 'ok')).status).toBe('in-flight');
+    expect(sent.splice(0)).toEqual(['claimNew', 'inspect']);
+    // A claim left to expire (a crashed worker): the next delivery takes the row over and runs.
+    const crashed = createGate({ store: own, eventId: 'id', namespace, claimTtlMs: 1 });
+    expect((await crashed.claim({ payload: { id: 'expired' } })).acquired).toBe(true);
+    await sleep(20);
+    sent.splice(0);
+    expect((await gate.run({ payload: { id: 'expired' } }, () => 'ok')).status).toBe('processed');
+    expect(sent.splice(0)).toEqual(['claimNew', 'inspect', 'claim', 'doneOwn']);
+    await held.done();
+  });
+
   it('a claim that finds an expired row takes it over with the deciding statement, after the insert and the read', async () => {
     const { sent, store: own } = counted();
     const key = `rt-${randomUUID()}:expired`;
