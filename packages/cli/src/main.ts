@@ -272,9 +272,17 @@ function checkNamespace(namespace: string): string {
   return namespace;
 }
 
-/** `--key`: an event key as it is, or a provider event id keyed as the gate keys ids. */
+/**
+ * `--key`: an event key as it is, or a provider event id keyed as the gate keys ids. A key the
+ * gate could not have made is refused, as `inspect` refuses it.
+ */
 function eventKey(value: string): string {
-  if (/^(evt|dig):./.test(value)) return value;
+  if (/^(evt|dig):/.test(value)) {
+    if (EVENT_KEY.test(value)) return value;
+    throw new UsageError(
+      `--key ${value} is not an event key (evt:<id> or dig:<sha256 hex>, as Outcome.key gives it); give the provider's event id without evt:`,
+    );
+  }
   try {
     return deriveKey({ payload: { id: value } }, { eventId: 'id', digestFallback: false }).key;
   } catch {

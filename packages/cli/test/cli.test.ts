@@ -1031,6 +1031,9 @@ describe('hookgate usage', () => {
     [['watch', ...unreachablePg, '--table', 'Decisions'], /--table must be a lower-case/],
     [['watch', ...unreachablePg, '--namespace', 'a:b'], /--namespace must be 1 to 64/],
     [['watch', ...unreachablePg, '--key', ' '], /--key must be an event key/],
+    [['watch', ...unreachablePg, '--key', 'evt:a b'], /--key evt:a b is not an event key/],
+    [['watch', ...unreachablePg, '--key', 'dig:xyz'], /--key dig:xyz is not an event key/],
+    [['watch', ...unreachablePg, '--key', 'evt:'], /--key evt: is not an event key/],
     [['watch', '--postgres', 'redis://x'], /--postgres must be a postgres:\/\/ or/],
   ])('%j is a usage error (exit 2)', async (args, message) => {
     const refused = await hookgate(args);
