@@ -800,6 +800,29 @@ describe('hookgate watch', () => {
     expect(stopped.stderr).toMatch(/^hookgate: watching [^\n]+ \(Ctrl-C stops\)\n$/);
   });
 
+  /** Run `during` while another transaction holds the log locked against every read. */
+  const whileLogLocked = async (during: () => Promise<void>) => {
+    const holder = await pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`LOCK TABLE "${LOG}" IN ACCESS EXCLUSIVE MODE`);
+      await during();
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+  };
+  /** Once the log is free: the watch says so, prints a new row, and SIGINT stops it with 0. */
+  const readsAgain = async (watcher: Running, namespace: string): Promise<string> => {
+    await watcher.until(() => watcher.stderr().includes('polling again'));
+    await insert(pool, namespace, 'evt:after');
+    await watcher.until(() => watcher.lines().length >= 1);
+    expect(printed(watcher).map(({ key }) => key)).toEqual(['evt:after']);
+    const stopped = await watcher.stop('SIGINT');
+    expect(stopped.code).toBe(0);
+    return stopped.stderr;
+  };
+
   it('a poll whose connection is lost is one line on stderr; it polls again, and says when it reads again', async () => {
     const namespace = ns('watch-lost');
     const watcher = watch([
@@ -829,11 +852,8 @@ describe('hookgate watch', () => {
         },
         { timeout: 10_000, interval: 20 },
       );
-    const holder = await pool.connect();
-    try {
-      // Polls wait on the lock, so that each can be ended on the server while it runs.
-      await holder.query('BEGIN');
-      await holder.query(`LOCK TABLE "${LOG}" IN ACCESS EXCLUSIVE MODE`);
+    // Polls wait on the lock, so that each can be ended on the server while it runs.
+    await whileLogLocked(async () => {
       const seen: number[] = [];
       for (let failure = 0; failure < 2; failure++) {
         seen.push(await waitingPoll(seen));
@@ -841,18 +861,10 @@ describe('hookgate watch', () => {
       }
       await waitingPoll(seen); // tried again after both failures, on a new connection
       expect(watcher.stderr()).not.toMatch(/polling again/);
-    } finally {
-      await holder.query('ROLLBACK');
-      holder.release();
-    }
-    await watcher.until(() => watcher.stderr().includes('polling again'));
-    await insert(pool, namespace, 'evt:after');
-    await watcher.until(() => watcher.lines().length >= 1);
-    expect(printed(watcher).map(({ key }) => key)).toEqual(['evt:after']);
-    const stopped = await watcher.stop('SIGINT');
-    expect(stopped.code).toBe(0);
+    });
+    const stderr = await readsAgain(watcher, namespace);
     // Two failures in a row with the same error: said once.
-    expect(stopped.stderr.split('\n').slice(1)).toEqual([
+    expect(stderr.split('\n').slice(1)).toEqual([
       'hookgate: a poll failed: terminating connection due to administrator command; trying again every 50 ms',
       'hookgate: polling again',
       '',
@@ -874,22 +886,8 @@ describe('hookgate watch', () => {
       '200',
     ]);
     await watcher.until(() => watcher.stderr().includes('watching'));
-    const holder = await pool.connect();
-    try {
-      await holder.query('BEGIN');
-      await holder.query(`LOCK TABLE "${LOG}" IN ACCESS EXCLUSIVE MODE`);
-      await watcher.until(() => watcher.stderr().includes('a poll failed'));
-    } finally {
-      await holder.query('ROLLBACK');
-      holder.release();
-    }
-    await watcher.until(() => watcher.stderr().includes('polling again'));
-    await insert(pool, namespace, 'evt:after');
-    await watcher.until(() => watcher.lines().length >= 1);
-    expect(printed(watcher).map(({ key }) => key)).toEqual(['evt:after']);
-    const stopped = await watcher.stop('SIGINT');
-    expect(stopped.code).toBe(0);
-    const [banner, ...lines] = stopped.stderr.split('\n');
+    await whileLogLocked(() => watcher.until(() => watcher.stderr().includes('a poll failed')));
+    const [banner, ...lines] = (await readsAgain(watcher, namespace)).split('\n');
     expect(banner).toMatch(/^hookgate: watching /);
     // The server's statement_timeout or pg's query_timeout, whichever says it first.
     expect(lines.slice(0, -2)).not.toHaveLength(0);
