@@ -107,11 +107,11 @@ line (NDJSON) with the row's columns that are not null: id, at, decision, namesp
 occurredAt, durationMs, reason, error, writer, seq, ….
 
 It polls: SELECT … WHERE id > <last id seen> ORDER BY id LIMIT 1000, every --interval ms
-(at once again after a full page). A
-transaction may commit a row with an id below one already printed (ids are taken in order,
-committed in any order): watch reads the ids it skipped again for 60 s; such a late row is
-printed when it commits, after rows with higher ids. It says so on stderr when it stops
-waiting for an id that a transaction still open may write.
+(at once again after a full page). A transaction may commit a row with an id below one
+already printed (ids are taken in order, committed in any order): watch reads the ids it
+skipped again for 60 s; such a late row is printed when it commits, after rows with higher
+ids. It says so on stderr when it stops waiting for an id that a transaction still open may
+write.
 
   --postgres <url>     postgres://user:password@host:port/database
   --table <name>       the PostgresAuditLog table (default: hookgate_decisions)
