@@ -1,16 +1,18 @@
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
-import { deriveKey, ErrorCode as HookgateErrorCode, type Inspection } from '@hookgate/core';
+import { ErrorCode as HookgateErrorCode, type Inspection } from '@hookgate/core';
+import {
+  checkNamespace,
+  decisionList,
+  eventKey,
+  positiveInteger,
+  refuseMalformedKey,
+  wholeNumber,
+} from './args.js';
 import { type Connection, connect, type Stats, UsageError } from './connect.js';
 import { COMMANDS, type Command, TOP } from './help.js';
-import { checkTable, DECISIONS, watch } from './watch.js';
-
-/**
- * An event key as the gate makes them (and `gate.inspect` takes): `evt:` and a plain id (up to
- * 128 of `A-Z a-z 0-9 _ . : @ / + = -`) or `#` and a SHA-256 in hex; `dig:` and a SHA-256.
- */
-const EVENT_KEY = /^(?:evt:(?:[A-Za-z0-9_.:@/+=-]{1,128}|#[0-9a-f]{64})|dig:[0-9a-f]{64})$/;
+import { checkTable, watch } from './watch.js';
 
 /** The exit codes of `hookgate`. */
 export const ExitCode = {
@@ -171,11 +173,7 @@ async function runCommand(
   }
   const argument = positionals[0];
   // Refused before connecting, as the gate would refuse it: a key it could not have made.
-  if (argument !== undefined && /^(evt|dig):/.test(argument) && !EVENT_KEY.test(argument)) {
-    throw new UsageError(
-      `${argument} is not an event key (evt:<id> or dig:<sha256 hex>, as Outcome.key gives it); give the provider's event id without evt:`,
-    );
-  }
+  if (argument !== undefined) refuseMalformedKey(argument, '');
   if ((flags.redis === undefined) === (flags.postgres === undefined)) {
     throw new UsageError('give exactly one of --redis <url> and --postgres <url>');
   }
@@ -260,49 +258,6 @@ async function watchCommand(args: string[]): Promise<ExitCode> {
 
 function parseWatch(args: string[]) {
   return parseArgs({ args, options: WATCH_OPTIONS, allowPositionals: true, strict: true });
-}
-
-/** A namespace as the gate accepts it: 1 to 64 of `A-Z a-z 0-9 _ . -`. */
-function checkNamespace(namespace: string): string {
-  if (!/^[\w.-]{1,64}$/.test(namespace)) {
-    throw new UsageError(
-      `--namespace must be 1 to 64 characters of A-Z a-z 0-9 _ . - (got '${namespace}')`,
-    );
-  }
-  return namespace;
-}
-
-/**
- * `--key`: an event key as it is, or a provider event id keyed as the gate keys ids. A key the
- * gate could not have made is refused, as `inspect` refuses it.
- */
-function eventKey(value: string): string {
-  if (/^(evt|dig):/.test(value)) {
-    if (EVENT_KEY.test(value)) return value;
-    throw new UsageError(
-      `--key ${value} is not an event key (evt:<id> or dig:<sha256 hex>, as Outcome.key gives it); give the provider's event id without evt:`,
-    );
-  }
-  try {
-    return deriveKey({ payload: { id: value } }, { eventId: 'id', digestFallback: false }).key;
-  } catch {
-    throw new UsageError(
-      `--key must be an event key (evt:… or dig:…) or an event id (got '${value}')`,
-    );
-  }
-}
-
-/** `--decision new,done --decision released`: known decisions, each once. */
-function decisionList(values: readonly string[]): string[] {
-  const decisions = new Set(values.flatMap((value) => value.split(',')).map((d) => d.trim()));
-  for (const decision of decisions) {
-    if (!(DECISIONS as readonly string[]).includes(decision)) {
-      throw new UsageError(
-        `--decision '${decision}' is not a decision (decisions: ${DECISIONS.join(', ')})`,
-      );
-    }
-  }
-  return [...decisions];
 }
 
 function printInspection(inspection: Inspection, flags: Flags): ExitCode {
@@ -422,22 +377,6 @@ function duration(ms: number): string {
 function table(rows: [string, string][]): string {
   const width = Math.max(...rows.map(([label]) => label.length)) + 2;
   return rows.map(([label, value]) => label.padEnd(width) + value).join('\n');
-}
-
-function positiveInteger(flag: string, value: string, max = Number.MAX_SAFE_INTEGER): number {
-  const number = /^\d+$/.test(value) ? Number(value) : Number.NaN;
-  if (!(number >= 1 && number <= max)) {
-    throw new UsageError(`--${flag} must be a positive integer (got '${value}')`);
-  }
-  return number;
-}
-
-function wholeNumber(flag: string, value: string): number {
-  const number = /^\d+$/.test(value) ? Number(value) : Number.NaN;
-  if (!Number.isSafeInteger(number)) {
-    throw new UsageError(`--${flag} must be a whole number (got '${value}')`);
-  }
-  return number;
 }
 
 function usage(message: string, command?: Command): ExitCode {

@@ -395,16 +395,21 @@ describe('hookgate watch', () => {
   const lastId = async () =>
     (await pool.query(`SELECT coalesce(max(id), 0)::text AS id FROM "${LOG}"`)).rows[0]
       .id as string;
-  /** A `--json` watch of `namespace` from the last row on, polling every 50 ms, once it watches. */
-  const watchFromNow = async (namespace: string) => {
+  /**
+   * A `--json` watch of `namespace` from the last row on, polling every 50 ms, with `extra`
+   * flags, once it watches.
+   */
+  const watchFromNow = async (namespace: string, ...extra: string[]) => {
+    const since = await lastId();
     const watcher = watch([
       '--json',
       '--since-id',
-      await lastId(),
+      since,
       '--namespace',
       namespace,
       '--interval',
       '50',
+      ...extra,
     ]);
     await watcher.until(() => watcher.stderr().includes('watching'));
     return watcher;
@@ -825,18 +830,7 @@ describe('hookgate watch', () => {
 
   it('a poll whose connection is lost is one line on stderr; it polls again, and says when it reads again', async () => {
     const namespace = ns('watch-lost');
-    const watcher = watch([
-      '--json',
-      '--since-id',
-      await lastId(),
-      '--namespace',
-      namespace,
-      '--interval',
-      '50',
-      '--timeout',
-      '60000',
-    ]);
-    await watcher.until(() => watcher.stderr().includes('watching'));
+    const watcher = await watchFromNow(namespace, '--timeout', '60000');
     /** The pid of a poll of the watch waiting for the lock on the log, other than `seen`. */
     const waitingPoll = (seen: readonly number[]) =>
       vi.waitFor(
@@ -873,19 +867,7 @@ describe('hookgate watch', () => {
 
   it('a poll that times out is one line on stderr; it polls again, and says when it reads again', async () => {
     const namespace = ns('watch-timeout');
-    const since = await lastId();
-    const watcher = watch([
-      '--json',
-      '--since-id',
-      since,
-      '--namespace',
-      namespace,
-      '--interval',
-      '50',
-      '--timeout',
-      '200',
-    ]);
-    await watcher.until(() => watcher.stderr().includes('watching'));
+    const watcher = await watchFromNow(namespace, '--timeout', '200');
     await whileLogLocked(() => watcher.until(() => watcher.stderr().includes('a poll failed')));
     const [banner, ...lines] = (await readsAgain(watcher, namespace)).split('\n');
     expect(banner).toMatch(/^hookgate: watching /);

@@ -4,8 +4,10 @@ import type { AddressInfo } from 'node:net';
 import { createGate } from '@hookgate/core';
 import {
   AFTER_ANSWER,
+  BOM,
   httpBindingSuite,
   listen,
+  NON_ASCII_JSON,
   onRedis,
   type ServerSetup,
   UNANSWERED,
@@ -151,10 +153,6 @@ describe('express 5: an async handler that rejects, not wrapped', () => {
   });
 });
 
-const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
-// Not ASCII only, so a re-encoding that is not UTF-8 would show.
-const JSON_BODY = Buffer.from('{"id":"evt_1","name":"Zoë ✓"}');
-
 /**
  * An app of `express` whose one route is `parser`, `hookgate()` with a verify that accepts only
  * the bytes sent, then a 204; `post(bytes)` sends `bytes` and resolves the status.
@@ -206,7 +204,7 @@ describe.each([
 ] as const)('%s: a parser that ran before hookgate()', (_name, express) => {
   it('express.raw(): verify gets the exact bytes sent, a leading BOM included', async () => {
     const app = await parsedFirst(express, express.raw({ type: '*/*' }));
-    const withBom = Buffer.concat([BOM, JSON_BODY]);
+    const withBom = Buffer.concat([BOM, NON_ASCII_JSON]);
     try {
       expect(await app.post(withBom)).toBe(204);
       expect(app.verified).toEqual([withBom]);
@@ -220,8 +218,8 @@ describe.each([
   it('express.text(): a UTF-8 body without a BOM reaches verify byte-exact', async () => {
     const app = await parsedFirst(express, express.text({ type: '*/*' }));
     try {
-      expect(await app.post(JSON_BODY)).toBe(204);
-      expect(app.verified).toEqual([JSON_BODY]);
+      expect(await app.post(NON_ASCII_JSON)).toBe(204);
+      expect(app.verified).toEqual([NON_ASCII_JSON]);
       expect(app.runs()).toBe(1);
     } finally {
       await app.close();
@@ -231,8 +229,8 @@ describe.each([
   it('express.text(): a BOM is dropped as it decodes, so a signature over the bytes sent fails (401, nothing claimed)', async () => {
     const app = await parsedFirst(express, express.text({ type: '*/*' }));
     try {
-      expect(await app.post(Buffer.concat([BOM, JSON_BODY]))).toBe(401);
-      expect(app.verified).toEqual([JSON_BODY]); // the bytes sent, less the BOM
+      expect(await app.post(Buffer.concat([BOM, NON_ASCII_JSON]))).toBe(401);
+      expect(app.verified).toEqual([NON_ASCII_JSON]); // the bytes sent, less the BOM
       expect(app.runs()).toBe(0);
       expect(app.decisions).toEqual(['unverified']);
       expect(app.store.size).toBe(0);

@@ -37,6 +37,12 @@ export interface Reply {
 /** What the route handler does when it returns without answering at all. */
 export const UNANSWERED = 'unanswered';
 
+/** A UTF-8 byte-order mark, which a parser that decodes the body drops. */
+export const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+
+/** A JSON body that is not ASCII only, so that a re-encoding other than UTF-8 would show. */
+export const NON_ASCII_JSON = Buffer.from('{"id":"evt_1","name":"Zoë ✓"}');
+
 /** The error an `afterAnswer: 'throw'` reply throws after its answer. */
 export const AFTER_ANSWER = new Error('thrown after the answer was sent');
 

@@ -20,9 +20,11 @@ import { settlement } from './settlement.js';
 export {
   AFTER_ANSWER,
   type BindingOptions,
+  BOM,
   header,
   listen,
   type MakeServer,
+  NON_ASCII_JSON,
   type Reply,
   type ServerSetup,
   sign,

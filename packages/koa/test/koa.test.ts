@@ -1,8 +1,10 @@
 import { createGate } from '@hookgate/core';
 import {
   AFTER_ANSWER,
+  BOM,
   httpBindingSuite,
   listen,
+  NON_ASCII_JSON,
   onRedis,
   type ServerSetup,
   UNANSWERED,
@@ -93,10 +95,6 @@ describe('@koa/bodyparser in front', () => {
     }
   });
 
-  const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
-  // Not ASCII only, so a re-encoding that is not UTF-8 would show.
-  const JSON_BODY = Buffer.from('{"id":"evt_1","name":"Zoë ✓"}');
-
   /** Posts `bytes` as JSON through bodyParser() and hookgate() with a verify over the bytes sent. */
   async function postParsed(bytes: Buffer) {
     const store = new MemoryStore();
@@ -138,16 +136,16 @@ describe('@koa/bodyparser in front', () => {
   }
 
   it('parses JSON and keeps rawBody: a UTF-8 body without a BOM reaches verify byte-exact', async () => {
-    const seen = await postParsed(JSON_BODY);
+    const seen = await postParsed(NON_ASCII_JSON);
     expect(seen.status).toBe(204);
-    expect(seen.verified).toEqual([JSON_BODY]);
+    expect(seen.verified).toEqual([NON_ASCII_JSON]);
     expect(seen.runs).toBe(1);
   });
 
   it('drops a BOM as it decodes, so a signature over the bytes sent fails (401, nothing claimed)', async () => {
-    const seen = await postParsed(Buffer.concat([BOM, JSON_BODY]));
+    const seen = await postParsed(Buffer.concat([BOM, NON_ASCII_JSON]));
     expect(seen.status).toBe(401);
-    expect(seen.verified).toEqual([JSON_BODY]); // the bytes sent, less the BOM
+    expect(seen.verified).toEqual([NON_ASCII_JSON]); // the bytes sent, less the BOM
     expect(seen.runs).toBe(0);
     expect(seen.decisions).toEqual(['unverified']);
     expect(seen.store.size).toBe(0);

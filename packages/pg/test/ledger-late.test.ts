@@ -46,10 +46,24 @@ it('a handler that outlives its claim commits; the redelivery that took the key 
     (error: unknown) => error,
   );
   await vi.waitFor(() => expect(holding).toBe(true));
-  await new Promise((resolve) => setTimeout(resolve, 150)); // the first claim expires
+  // The first claim expires while its handler still runs.
+  await vi.waitFor(
+    async () => expect((await gate.inspect({ id: 'evt_late' })).state).toBe('absent'),
+    { timeout: 5_000, interval: 10 },
+  );
   // The redelivery claims the free key and waits on the late transaction's ledger row.
   const redelivery = gate.run({ payload: { id: 'evt_late' } }, handler);
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  await vi.waitFor(
+    async () => {
+      const { rows } = await shared.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity
+         WHERE wait_event_type = 'Lock' AND query LIKE $1`,
+        [`%INSERT INTO "${table}"%`],
+      );
+      expect(rows[0].n).toBe(1);
+    },
+    { timeout: 5_000, interval: 10 },
+  );
   finish();
   expect(await redelivery).toEqual({ status: 'duplicate', key: 'evt:evt_late' });
   expect(await late).toBeInstanceOf(LeaseLostError);

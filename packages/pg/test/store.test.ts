@@ -333,7 +333,10 @@ describe('round trips per delivery', () => {
     // A claim left to expire (a crashed worker): the next delivery takes the row over and runs.
     const crashed = createGate({ store: own, eventId: 'id', namespace, claimTtlMs: 1 });
     expect((await crashed.claim({ payload: { id: 'expired' } })).acquired).toBe(true);
-    await sleep(20);
+    await vi.waitFor(
+      async () => expect((await gate.inspect({ id: 'expired' })).state).toBe('absent'),
+      { timeout: 5_000, interval: 5 },
+    );
     sent.splice(0);
     expect((await gate.run({ payload: { id: 'expired' } }, () => 'ok')).status).toBe('processed');
     expect(sent.splice(0)).toEqual(['claimNew', 'inspect', 'claim', 'doneOwn']);

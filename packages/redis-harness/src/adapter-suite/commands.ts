@@ -188,11 +188,13 @@ export function commandTests<C extends object>(given: RedisDriver<C>): void {
           sequence: { subject: 'subject', occurredAt: 'at' },
         });
         await cacheScripts(store);
-        // A beat: extend: EVALSHA (GET, PEXPIRE).
-        const plain = await gate.run({ payload: { id: crypto.randomUUID() } }, async () => {
+        /** A handler that counts the commands of its claim's first beat, `evalsha` scripts. */
+        const firstBeat = (evalsha: number) => async () => {
           await resetStats();
-          return statsOnce(1);
-        });
+          return statsOnce(evalsha);
+        };
+        // A beat: extend: EVALSHA (GET, PEXPIRE).
+        const plain = await gate.run({ payload: { id: crypto.randomUUID() } }, firstBeat(1));
         expect(plain.status === 'processed' && plain.result).toEqual({
           evalsha: 1,
           get: 1,
@@ -202,10 +204,7 @@ export function commandTests<C extends object>(given: RedisDriver<C>): void {
         // hold, so no PEXPIRE); then extend: EVALSHA (GET, PEXPIRE).
         const guarded = await sequenced.run(
           { payload: { id: crypto.randomUUID(), subject: crypto.randomUUID(), at: 1 } },
-          async () => {
-            await resetStats();
-            return statsOnce(2);
-          },
+          firstBeat(2),
         );
         expect(guarded.status === 'processed' && guarded.result).toEqual({
           evalsha: 2,
