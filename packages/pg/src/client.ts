@@ -144,7 +144,9 @@ function guardErrors(client: PgPoolClient): void {
  * `COMMIT`; `ROLLBACK` when `work` throws (its error goes on). Checking out, `BEGIN` and
  * `COMMIT` have the deadline of `deadlines`; any of them failing is a `StoreUnavailableError`.
  * A connection that failed, timed out or could not roll back is destroyed rather than returned
- * to the pool mid-transaction. While checked out, the connection's `'error'` events (a
+ * to the pool mid-transaction, as is one `work` abandons (`abandon()`, then throw): no
+ * `ROLLBACK` is queued behind a statement that still waits, and closing the connection ends the
+ * transaction on the server, uncommitted. While checked out, the connection's `'error'` events (a
  * terminated backend) are listened to, so that they fail the transaction instead of the process.
  *
  * A `COMMIT` that fails (its reply lost with the connection, or late) may have happened. Then
@@ -155,7 +157,7 @@ export async function inTransaction<T>(
   owner: string,
   pool: PgPool,
   deadlines: Deadlines,
-  work: (client: PgPoolClient) => Promise<T>,
+  work: (client: PgPoolClient, abandon: () => void) => Promise<T>,
   landed: () => Promise<boolean>,
 ): Promise<T> {
   const connecting = pool.connect();
@@ -185,7 +187,7 @@ export async function inTransaction<T>(
       broken = true;
       throw storeError(owner, 'begin', error);
     }
-    result = await work(client);
+    result = await work(client, onError);
     try {
       await deadlines.guard(client.query('COMMIT'));
     } catch (error) {

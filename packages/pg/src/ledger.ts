@@ -97,10 +97,10 @@ export class PostgresLedger {
    * records it done in its store). A second delivery running at the same moment (the gate keeps
    * it out unless the first one's claim was lost) waits on the first one's row: it finds it
    * when the first commits within `timeoutMs`, and otherwise rejects with a
-   * `StoreUnavailableError` without running the handler, so the provider retries (after up to
-   * about twice `timeoutMs`: its `ROLLBACK` waits behind the insert, under a deadline of its
-   * own). A handler
-   * that throws rolls back its effects and the record.
+   * `StoreUnavailableError` without running the handler, so the provider retries (its
+   * connection is closed, which ends its transaction on the server, rather than queueing a
+   * `ROLLBACK` behind the insert that still waits). A handler that throws rolls back its
+   * effects and the record.
    * A `COMMIT` whose answer is lost is checked on another connection: when the key is recorded,
    * the transaction committed and resolves as one.
    */
@@ -119,7 +119,7 @@ export class PostgresLedger {
           'wraps a handler of gate.run (the event has no lease)',
         );
       }
-      const work = async (client: PgPoolClient) => {
+      const work = async (client: PgPoolClient, abandon: () => void) => {
         let recorded: PgResult;
         try {
           recorded = await this.#deadlines.guard(
@@ -130,6 +130,9 @@ export class PostgresLedger {
             }),
           );
         } catch (error) {
+          // Past its deadline, the insert may still wait on another delivery's row: close the
+          // connection instead of queueing a ROLLBACK behind it.
+          if (error instanceof DOMException && error.name === 'TimeoutError') abandon();
           throw storeError('PostgresLedger', 'record', error);
         }
         if (recorded.rowCount === 0) throw alreadyDone();

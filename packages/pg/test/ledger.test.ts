@@ -73,33 +73,62 @@ describe('PostgresLedger', () => {
     expect(await effectCount(`${namespace}:evt:evt_1`)).toBe(1);
   });
 
-  it('a second delivery that waits on a slower first one longer than timeoutMs rejects StoreUnavailableError without running the handler', async () => {
+  it('a second delivery that waits on a slower first one longer than timeoutMs rejects StoreUnavailableError without running the handler, its connection closed rather than a ROLLBACK queued behind the wait', async () => {
     const namespace = `ledger-${randomUUID()}`;
-    const quick = new PostgresLedger(shared, { table, timeoutMs: 300 });
+    const quickPool = pool({ max: 4 });
+    const statements = new Map<object, string[]>(); // what each connection was sent
+    quickPool.on('connect', (connection) => {
+      const sent: string[] = [];
+      statements.set(connection, sent);
+      const query = connection.query.bind(connection);
+      connection.query = ((...args: Parameters<typeof query>) => {
+        const [text] = args as unknown[];
+        sent.push(typeof text === 'string' ? text : String((text as { text: string }).text));
+        return query(...args);
+      }) as typeof query;
+    });
+    const quick = new PostgresLedger(quickPool, { table, timeoutMs: 300 });
     const [first, second] = [new MemoryStore(), new MemoryStore()].map((store) =>
       createGate({ store, eventId: 'id', namespace }),
     );
     let runs = 0;
     let holding = false;
+    let letGo!: () => void;
+    const held = new Promise<void>((resolve) => {
+      letGo = resolve;
+    });
     const slow = quick.transaction(async (event, tx) => {
       runs++;
       await tx.query(`INSERT INTO "${effects}" VALUES ($1)`, [event.lease!.key]);
       holding = true; // its ledger row too, inserted before the handler ran
-      await sleep(1_000);
+      await held; // until the second delivery has answered
       return 'paid';
     });
-    const processed = first!.run({ payload: { id: 'evt_1' } }, slow);
-    await vi.waitFor(() => expect(holding).toBe(true));
-    const waited = await second!.run({ payload: { id: 'evt_1' } }, slow).then(
-      () => undefined,
-      (error: unknown) => error,
-    );
-    expect(waited).toBeInstanceOf(StoreUnavailableError);
-    expect(await processed).toMatchObject({ status: 'processed', result: 'paid' });
-    expect(runs).toBe(1);
-    expect(await effectCount(`${namespace}:evt:evt_1`)).toBe(1);
-    // The provider's retry finds the record.
-    expect((await second!.run({ payload: { id: 'evt_1' } }, slow)).status).toBe('duplicate');
+    try {
+      const processed = first!.run({ payload: { id: 'evt_1' } }, slow);
+      await vi.waitFor(() => expect(holding).toBe(true));
+      const waited = await second!.run({ payload: { id: 'evt_1' } }, slow).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      // It answered while the first still holds the row its insert waits on.
+      expect(waited).toBeInstanceOf(StoreUnavailableError);
+      expect((waited as Error).message).toMatch(/record got no answer in time/);
+      const sent = [...statements.values()];
+      expect(sent).toHaveLength(2);
+      const waiter = sent.find((texts) => !texts.some((text) => text.includes(effects)))!;
+      expect(waiter.map((text) => text.split(' ')[0])).toEqual(['BEGIN', 'INSERT']);
+      await vi.waitFor(() => expect(quickPool.totalCount).toBe(1)); // the waiter's closed
+      letGo();
+      expect(await processed).toMatchObject({ status: 'processed', result: 'paid' });
+      expect(runs).toBe(1);
+      expect(await effectCount(`${namespace}:evt:evt_1`)).toBe(1);
+      // The provider's retry finds the record.
+      expect((await second!.run({ payload: { id: 'evt_1' } }, slow)).status).toBe('duplicate');
+    } finally {
+      letGo();
+      await quickPool.end();
+    }
   });
 
   it('a handler that throws rolls back its effects and the record: the retry runs', async () => {
