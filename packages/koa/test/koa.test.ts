@@ -1,3 +1,4 @@
+import { request } from 'node:http';
 import { createGate } from '@hookgate/core';
 import {
   AFTER_ANSWER,
@@ -15,7 +16,7 @@ import Router from '@koa/router';
 import type { Middleware } from 'koa';
 import Koa2 from 'koa2';
 import Koa3 from 'koa3';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { hookgate } from '../src/index.js';
 
 /** A parser that consumes the body and keeps only the parsed value, as some do. */
@@ -150,4 +151,64 @@ describe('@koa/bodyparser in front', () => {
     expect(seen.decisions).toEqual(['unverified']);
     expect(seen.store.size).toBe(0);
   });
+});
+
+describe('a client gone mid-body', () => {
+  /**
+   * The app 'error' codes of one POST whose client goes away after 1 KB of a 5 KB body, on an
+   * app whose last middleware waits for the request to close (a plain app), or is guarded by
+   * hookgate() (which claims nothing and reports `aborted`).
+   */
+  async function appErrors(Koa: typeof Koa3, guarded: boolean) {
+    const app = new Koa();
+    const errors: string[] = [];
+    app.on('error', (error: { code?: string; message: string }) =>
+      errors.push(error.code ?? error.message),
+    );
+    const decisions: string[] = [];
+    const gate = createGate({
+      store: new MemoryStore(),
+      eventId: 'id',
+      onDecision: (event) => decisions.push(event.decision),
+    });
+    if (guarded) app.use(hookgate({ gate, verify: false }));
+    let closed = false;
+    app.use(async (ctx) => {
+      await new Promise((resolve) => ctx.req.once('close', resolve));
+      closed = true;
+      ctx.status = 204;
+    });
+    const server = await listen(app.callback());
+    try {
+      const req = request(`${server.url}/webhook`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': '5000' },
+      });
+      req.on('error', () => {});
+      req.write(`{"id":"evt_1","pad":"${'p'.repeat(1000)}`);
+      // Let the server read the headers and the first bytes (see the shared suite's test).
+      await new Promise((resolve) => req.once('socket', resolve));
+      for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      req.destroy();
+      await vi.waitFor(() =>
+        expect(guarded ? decisions : closed).toEqual(guarded ? ['aborted'] : true),
+      );
+      await vi.waitFor(() => expect(errors.length).toBeGreaterThan(0));
+      await new Promise((resolve) => setTimeout(resolve, 100)); // room for a second one
+      return errors;
+    } finally {
+      await server.close();
+    }
+  }
+
+  for (const [name, Koa] of [
+    ['koa 2', Koa2],
+    ['koa 3', Koa3],
+  ] as const) {
+    it(`${name}: Koa emits one app 'error', HPE_INVALID_EOF_STATE, with or without hookgate()`, async () => {
+      expect(await appErrors(Koa, false)).toEqual(['HPE_INVALID_EOF_STATE']);
+      expect(await appErrors(Koa, true)).toEqual(['HPE_INVALID_EOF_STATE']);
+    });
+  }
 });
