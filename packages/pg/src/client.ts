@@ -210,6 +210,13 @@ export async function inTransaction<T>(
   return result;
 }
 
+/** Whether `error` is a deadline that passed (as {@link Deadlines} rejects), or wraps one. */
+export function pastDeadline(error: unknown): boolean {
+  const timeout = (candidate: unknown) =>
+    candidate instanceof DOMException && candidate.name === 'TimeoutError';
+  return timeout(error) || (error instanceof Error && timeout(error.cause));
+}
+
 /** Check a duration argument: a positive integer of milliseconds. */
 export function positiveMs(owner: string, option: string, value: number): number {
   if (!Number.isSafeInteger(value) || value <= 0) {

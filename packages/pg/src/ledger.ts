@@ -6,6 +6,7 @@ import {
   type PgPool,
   type PgPoolClient,
   type PgResult,
+  pastDeadline,
   positiveMs,
   statementNames,
   tableName,
@@ -132,7 +133,7 @@ export class PostgresLedger {
         } catch (error) {
           // Past its deadline, the insert may still wait on another delivery's row: close the
           // connection instead of queueing a ROLLBACK behind it.
-          if (error instanceof DOMException && error.name === 'TimeoutError') abandon();
+          if (pastDeadline(error)) abandon();
           throw storeError('PostgresLedger', 'record', error);
         }
         if (recorded.rowCount === 0) throw alreadyDone();

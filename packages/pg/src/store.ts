@@ -18,6 +18,7 @@ import {
   type PgPoolClient,
   type PgQueryable,
   type PgResult,
+  pastDeadline,
   statementNames,
   tableName,
 } from './client.js';
@@ -196,10 +197,18 @@ export class PostgresStore implements ClaimStore {
           'wraps a handler of gate.run (the event has no lease)',
         );
       }
-      const work = async (client: PgPoolClient) => {
+      const work = async (client: PgPoolClient, abandon: () => void) => {
         const value = await handler(event, client);
         const values = [lease.key, lease.token, lease.doneTtlMs, lease.fingerprint ?? null];
-        const fence = await this.#guarded('done', (gone) => this.#markDone(client, values, gone));
+        let fence: PgResult;
+        try {
+          fence = await this.#guarded('done', (gone) => this.#markDone(client, values, gone));
+        } catch (error) {
+          // Past its deadline, the fence may still wait on the claim row's lock: close the
+          // connection instead of queueing a ROLLBACK behind it.
+          if (pastDeadline(error)) abandon();
+          throw error;
+        }
         if (!this.#decided('done', lease.key, fence, 0))
           throw new LeaseLostError(lease.key, 'done');
         return value;

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { createGate, StoreUnavailableError } from '@hookgate/core';
 import type pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { PostgresAuditLog, PostgresLedger, PostgresStore } from '../src/index.js';
 import { drop, pool, uniqueTable } from './db.js';
 
@@ -182,43 +182,47 @@ describe('PostgresStore under faults', () => {
     await storePool.end();
   });
 
-  it('store.transaction: a fence past its deadline sends nothing after it, so the ROLLBACK undoes the effect and the done alike, and the redelivery runs the handler', async () => {
-    const storePool = pool({ max: 4 });
+  it('store.transaction: a fence past its deadline sends nothing after it and closes its connection, so the effect and the done are undone alike, and the redelivery runs the handler', async () => {
+    const application = `hookgate-fence-${randomUUID().slice(0, 8)}`;
+    const storePool = pool({ max: 4, application_name: application });
     const store = new PostgresStore(storePool, { table, timeoutMs: 1_000 });
     const namespace = `fence-${randomUUID()}`;
     const gate = createGate({ store, eventId: 'id', namespace, claimTtlMs: 60_000 });
     const id = `pay_${randomUUID()}`;
     const key = `${namespace}:evt:${id}`;
     let locker: pg.PoolClient | undefined;
-    let unlocked: Promise<void> | undefined;
+    const sent: string[] = []; // what the transaction's connection was sent after the effect
     const handler = store.transaction(async (event, client) => {
       await client.query(`INSERT INTO "${effects}" VALUES ($1)`, [event.lease!.key]);
       if (locker !== undefined) return; // the redelivery
-      // Another transaction holds the claim row as the fence is sent, until the fence has
-      // passed its deadline (the transaction queues its ROLLBACK), then deletes the row (as a
-      // sweep of a claim that expired meanwhile would): the fence's `UPDATE` of its own row
-      // then finds none.
+      // Another transaction holds the claim row as the fence is sent, until the transaction
+      // has answered, then deletes the row (as a sweep of a claim that expired meanwhile
+      // would): the fence's `UPDATE` of its own row then finds none.
       locker = await holdRow(key);
-      const held = locker;
       const query = client.query.bind(client);
-      unlocked = new Promise<void>((resolve) => {
-        client.query = ((...args: Parameters<typeof query>) => {
-          if ((args[0] as unknown) === 'ROLLBACK') resolve();
-          return query(...args);
-        }) as typeof query;
-      }).then(async () => {
-        await held.query(`DELETE FROM "${table}" WHERE key = $1`, [key]);
-        await held.query('COMMIT');
-      });
+      client.query = ((...args: Parameters<typeof query>) => {
+        const [text] = args as unknown[];
+        sent.push(typeof text === 'string' ? text : String((text as { text: string }).text));
+        return query(...args);
+      }) as typeof query;
     });
     try {
       await rejection(gate.run({ payload: { id } }, handler));
-      await unlocked;
+      // It answered while the row is still held: no ROLLBACK queued behind the fence.
+      expect(sent.map((text) => text.trim().split(/\s/)[0])).toEqual(['UPDATE']);
+      await locker!.query(`DELETE FROM "${table}" WHERE key = $1`, [key]);
+      await locker!.query('COMMIT');
     } finally {
       locker?.release();
     }
-    // A statement queued after the ROLLBACK, as the fence's `done` was, has run by now.
-    await drained(storePool);
+    // The fence's backend ends its transaction, uncommitted, once its UPDATE returns.
+    await vi.waitFor(async () => {
+      const open = await admin.query(
+        'SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND xact_start IS NOT NULL',
+        [application],
+      );
+      expect(open.rows[0].n).toBe(0);
+    });
     const row = await admin.query(`SELECT kind FROM "${table}" WHERE key = $1`, [key]);
     expect(row.rows).toEqual([]);
     const count = async () =>
