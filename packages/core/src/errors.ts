@@ -231,12 +231,36 @@ export function invalidOption(option: string, why: string): never {
 
 /** @internal What was thrown, as text for a message: anything may be thrown, `null` included. */
 export function messageOf(error: unknown): string {
-  if (error instanceof Error) return error.message;
   try {
-    return String(error);
+    // An Error's message may be anything a getter returns, or throws.
+    const message = error instanceof Error ? error.message : undefined;
+    return typeof message === 'string' ? message : String(error);
   } catch {
     return typeof error;
   }
+}
+
+/**
+ * @internal What a store answered that its contract does not allow (`'OK'` for a claim,
+ * `undefined` for a done): thrown where the store call failed, so that the gate fails closed
+ * (`StoreUnavailableError`) rather than guess.
+ */
+export function unreadableAnswer(operation: string, answer: unknown): TypeError {
+  const shown =
+    typeof answer === 'string'
+      ? JSON.stringify(answer.slice(0, 40))
+      : answer === null || typeof answer !== 'object'
+        ? typeof answer === 'function' || typeof answer === 'symbol'
+          ? `a ${typeof answer}`
+          : String(answer)
+        : 'an object';
+  return new TypeError(`the store answered ${shown}, which is not an answer to ${operation}`);
+}
+
+/** @internal A store's answer that must be a boolean (`done`, `release`, `extend`…), checked. */
+export function booleanAnswer(operation: string, answer: unknown): boolean {
+  if (typeof answer !== 'boolean') throw unreadableAnswer(operation, answer);
+  return answer;
 }
 
 /** A {@link StoreUnavailableError} from {@link createError}, `cause` kept. */

@@ -7,6 +7,7 @@ import {
   isAlreadyDone,
   StoreUnavailableError,
   toStoreError,
+  unreadableAnswer,
 } from './errors.js';
 import { type GateOptions, type ResolvedGateOptions, resolveGateOptions } from './gate-options.js';
 import { type EventTarget, forgetEvent, type Inspection, inspectEvent } from './inspect.js';
@@ -14,7 +15,7 @@ import { payloadOf, unreadable } from './key.js';
 import { Lease, type LeaseHost } from './lease.js';
 import { type Prepared, prepareDelivery } from './prepare.js';
 import { advanceSubject } from './sequence.js';
-import { answered, answerOf, type ClaimState } from './store.js';
+import { answered, answerOf, type ClaimConflict, type ClaimState } from './store.js';
 import { ownerToken } from './token.js';
 import type { BatchResult, Delivery, Outcome, WebhookEvent } from './types.js';
 
@@ -305,24 +306,30 @@ class GateImpl<TPayload> implements Gate<TPayload> {
     return failure;
   }
 
-  /** Decide on the claim's state (without the sequence guard, or when it was not acquired). */
+  /**
+   * Decide on the claim's state (without the sequence guard, or when it was not acquired). An
+   * answer outside `ClaimState` (a conflict when no fingerprint was sent, too) is the store's
+   * failure: reported, and a rejected `StoreUnavailableError`.
+   */
   #admit(
     prepared: Prepared<TPayload>,
     token: string,
     state: ClaimState,
-  ): Lease<TPayload> | Refusal {
+  ): Lease<TPayload> | Refusal | Promise<never> {
     const { event } = prepared;
-    if (typeof state === 'object') {
+    if (state === 'acquired') return this.#lease(prepared, token);
+    if (state === 'done') return this.#refuse('duplicate', event);
+    if (state === 'processing') return this.#refuse('in-flight', event);
+    const received = prepared.fingerprint;
+    if (isConflict(state) && received !== undefined) {
       const fingerprints = {
         stored: state.fingerprint.slice(0, 12),
-        received: prepared.fingerprint!.slice(0, 12),
+        received: received.slice(0, 12),
       };
       this.#report('conflict', event, { fingerprints });
       return 'conflict';
     }
-    if (state !== 'acquired')
-      return this.#refuse(state === 'done' ? 'duplicate' : 'in-flight', event);
-    return this.#lease(prepared, token);
+    return Promise.reject(this.#claimFailed(unreadableAnswer('claim', state), event));
   }
 
   /** An acquired claim under the sequence guard: advance the subject's watermark first. */
@@ -352,6 +359,16 @@ class GateImpl<TPayload> implements Gate<TPayload> {
     this.#report(inFlightIfHeld(status), event);
     return status;
   }
+}
+
+/** A `ClaimState` conflict, as a store that keeps to the contract answers one. */
+function isConflict(state: unknown): state is ClaimConflict {
+  return (
+    typeof state === 'object' &&
+    state !== null &&
+    (state as ClaimConflict).state === 'conflict' &&
+    typeof (state as ClaimConflict).fingerprint === 'string'
+  );
 }
 
 function inFlightIfHeld(status: Refusal): Exclude<Refusal, 'held'> {

@@ -1,5 +1,6 @@
 import type { Report } from './decisions.js';
 import {
+  booleanAnswer,
   type HookgateError,
   LeaseLostError,
   StoreUnavailableError,
@@ -194,7 +195,10 @@ export class Lease<TPayload = unknown> {
       for (let attempt = 1; ; attempt++) {
         let owned: boolean;
         try {
-          owned = await (attempt === 1 && first !== undefined ? first : this.#call(operation));
+          owned = booleanAnswer(
+            operation,
+            await (attempt === 1 && first !== undefined ? first : this.#call(operation)),
+          );
           if (!owned && operation === 'release' && (await this.#ownDone())) {
             // The key holds this lease's own done record: a done whose answer was lost (a
             // timeout after the server applied it) had landed. The event is done, and this
@@ -219,8 +223,11 @@ export class Lease<TPayload = unknown> {
         return;
       }
     } finally {
-      if (this.#holding) await this.#releaseHold();
-      this.#endTurn();
+      try {
+        if (this.#holding) await this.#releaseHold();
+      } finally {
+        this.#endTurn(); // whatever the hold's release did: no settle may wait behind this one
+      }
     }
   }
 
@@ -315,7 +322,10 @@ export class Lease<TPayload = unknown> {
     const { claimKey, subjectKey } = this.#prepared;
     let owned: boolean;
     try {
-      if (subjectKey !== undefined && !(await store.extendHold(subjectKey, this.#token, ms))) {
+      if (
+        subjectKey !== undefined &&
+        !booleanAnswer('extendHold', await store.extendHold(subjectKey, this.#token, ms))
+      ) {
         // Another owner holds the subject: it saw ours expire. Let the claim expire as well,
         // extending nothing more; lost when that owner took this very event's key (a
         // redelivery), as without the sequence guard.
@@ -323,7 +333,7 @@ export class Lease<TPayload = unknown> {
         owned = !(await this.#takenOver());
       } else {
         owned =
-          (await store.extend(claimKey, this.#token, ms)) ||
+          booleanAnswer('extend', await store.extend(claimKey, this.#token, ms)) ||
           (this.#phase === 'held' &&
             (await store.claim(claimKey, this.#token, ms, this.#prepared.fingerprint)) ===
               'acquired');

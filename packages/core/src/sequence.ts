@@ -1,5 +1,5 @@
 import type { Report } from './decisions.js';
-import { toStoreError } from './errors.js';
+import { toStoreError, unreadableAnswer } from './errors.js';
 import type { ResolvedGateOptions } from './gate-options.js';
 import type { Prepared } from './prepare.js';
 import type { AdvanceState } from './store.js';
@@ -14,8 +14,10 @@ import type { AdvanceState } from './store.js';
  * - `held`: another event of the subject is being processed; the claim is released, so that
  *   the provider's next attempt can claim it again and meet the watermark then.
  *
- * @throws StoreUnavailableError (reported) when the store failed; the claim is then released
- * on a best-effort basis (it expires after `claimTtlMs` otherwise).
+ * @throws StoreUnavailableError (reported) when the store failed, or answered something
+ * outside `AdvanceState`; the claim is then released on a best-effort basis (it expires after
+ * `claimTtlMs` otherwise), and so is the subject's hold when `advance` itself failed (a call
+ * that timed out may have been applied, and taken it).
  */
 export async function advanceSubject(
   options: ResolvedGateOptions,
@@ -25,9 +27,10 @@ export async function advanceSubject(
 ): Promise<AdvanceState> {
   const { store, claimTtlMs, doneTtlMs, sequence } = options;
   const { event, claimKey } = prepared;
-  let state: AdvanceState;
+  const subjectKey = prepared.subjectKey!;
+  let state: AdvanceState | undefined;
   try {
-    state = await store.advance(prepared.subjectKey!, {
+    const answer = await store.advance(subjectKey, {
       at: event.occurredAt!,
       eventKey: event.key,
       token,
@@ -35,26 +38,29 @@ export async function advanceSubject(
       ttlMs: sequence!.ttlMs,
       ties: sequence!.ties,
     });
+    if (answer !== 'applied' && answer !== 'stale' && answer !== 'held') {
+      throw unreadableAnswer('advance', answer);
+    }
+    state = answer;
     if (state === 'stale') await store.done(claimKey, token, doneTtlMs, prepared.fingerprint);
     else if (state === 'held') await store.release(claimKey, token);
   } catch (error) {
     const failure = toStoreError(error, 'advance');
     report('store-unavailable', event, { reason: 'advance', error: failure });
-    // Free the key now rather than after claimTtlMs; a failure here changes nothing more.
-    releaseQuietly(options, claimKey, token);
+    // Free the key (and the hold, if the advance took it after all) now rather than after
+    // claimTtlMs; both are owner-checked, and a failure here changes nothing more.
+    releaseQuietly(() => store.release(claimKey, token));
+    if (state === undefined) releaseQuietly(() => store.releaseHold(subjectKey, token));
     throw failure;
   }
   return state;
 }
 
-async function releaseQuietly(
-  { store }: ResolvedGateOptions,
-  claimKey: string,
-  token: string,
-): Promise<void> {
+/** A release whose failure changes nothing: what it frees expires after claimTtlMs. */
+async function releaseQuietly(release: () => Promise<boolean>): Promise<void> {
   try {
-    await store.release(claimKey, token);
+    await release();
   } catch {
-    // The claim expires after claimTtlMs.
+    // It expires after claimTtlMs.
   }
 }

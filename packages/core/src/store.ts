@@ -108,7 +108,9 @@ export type StoredRecord =
  * underlying error as `cause`); the gate wraps anything else into one (a `HookgateError` of another code passes through as
  * it is, and is not retried in the background), and treats a method
  * that throws synchronously exactly like one that rejects. It must never resolve with a
- * guess: a timed-out `claim` may still have been applied by the server.
+ * guess: a timed-out `claim` may still have been applied by the server. An answer outside
+ * these types (`'OK'` for a claim, `undefined` for a done, a conflict when no fingerprint was
+ * sent) is taken as the store's failure, `StoreUnavailableError`, not read as a state.
  *
  * **Answering at once.** A store that needs no I/O to answer (MemoryStore) may return its
  * results made by {@link answered}: the gate reads such a result without waiting a turn of the
