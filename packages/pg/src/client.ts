@@ -38,18 +38,19 @@ export interface PgQueryable {
 
 /**
  * The names of a store's prepared statements: `hg_<hash of its table>_<operation>`, so that two
- * stores over two tables never share a name on a connection (names must be unique there).
+ * stores over two tables never share a name on a connection (names must be unique there). The
+ * hash has 64 bits: 32 let two table names collide (`"claims_512789"` and `"claims_749192"`).
  */
 export function statementNames<const K extends string>(
   table: string,
   operations: readonly K[],
 ): Record<K, string> {
-  let hash = 0x811c9dc5; // FNV-1a, 32 bits
+  let hash = 0xcbf29ce484222325n; // FNV-1a, 64 bits (run once per store)
   for (let i = 0; i < table.length; i++) {
-    hash ^= table.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193) >>> 0;
+    hash ^= BigInt(table.charCodeAt(i));
+    hash = BigInt.asUintN(64, hash * 0x100000001b3n);
   }
-  const prefix = `hg_${hash.toString(16).padStart(8, '0')}_`;
+  const prefix = `hg_${hash.toString(16).padStart(16, '0')}_`;
   return Object.fromEntries(operations.map((op) => [op, prefix + op])) as Record<K, string>;
 }
 
@@ -61,6 +62,8 @@ export interface PgPoolClient extends PgQueryable {
   on?(event: 'error', listener: (error: Error) => void): unknown;
   /** Stop listening. */
   off?(event: 'error', listener: (error: Error) => void): unknown;
+  /** A `pg` client's server process id, for `pg_cancel_backend`. */
+  processID?: number | null;
 }
 
 /** A `pg` `Pool` (or anything with `query` and `connect`): what transactions need. */
@@ -144,9 +147,12 @@ function guardErrors(client: PgPoolClient): void {
  * `COMMIT`; `ROLLBACK` when `work` throws (its error goes on). Checking out, `BEGIN` and
  * `COMMIT` have the deadline of `deadlines`; any of them failing is a `StoreUnavailableError`.
  * A connection that failed, timed out or could not roll back is destroyed rather than returned
- * to the pool mid-transaction, as is one `work` abandons (`abandon()`, then throw): no
- * `ROLLBACK` is queued behind a statement that still waits, and closing the connection ends the
- * transaction on the server, uncommitted. While checked out, the connection's `'error'` events (a
+ * to the pool mid-transaction, as is one `work` abandons (`abandon()`, then throw) because a
+ * statement of its own passed its deadline: no `ROLLBACK` is queued behind it. A backend
+ * waiting on a lock does not notice that its client went away, so that statement is also
+ * cancelled (`pg_cancel_backend`, on another connection of the pool, under the deadline, best
+ * effort): the server then ends the transaction, uncommitted, and the backend exits, rather
+ * than holding a connection slot and its locks until the lock it waits on is released. While checked out, the connection's `'error'` events (a
  * terminated backend) are listened to, so that they fail the transaction instead of the process.
  *
  * A `COMMIT` that fails (its reply lost with the connection, or late) may have happened. Then
@@ -173,8 +179,12 @@ export async function inTransaction<T>(
     throw storeError(owner, 'connect', error);
   }
   let broken = false;
+  let abandoned = false;
   const onError = () => {
     broken = true;
+  };
+  const abandon = () => {
+    broken = abandoned = true;
   };
   guardErrors(client);
   client.on?.('error', onError);
@@ -187,7 +197,7 @@ export async function inTransaction<T>(
       broken = true;
       throw storeError(owner, 'begin', error);
     }
-    result = await work(client, onError);
+    result = await work(client, abandon);
     try {
       await deadlines.guard(client.query('COMMIT'));
     } catch (error) {
@@ -204,10 +214,20 @@ export async function inTransaction<T>(
   } finally {
     client.off?.('error', onError);
     client.release(broken);
+    if (abandoned) cancelBackend(pool, deadlines, client.processID);
   }
   // The commit may or may not have happened: ask the database, on another connection.
   if (unknown !== undefined && !(await landed().catch(() => false))) throw unknown;
   return result;
+}
+
+/**
+ * Cancel what the backend `pid` is running (a statement that waits on a lock), so that the
+ * server ends its transaction now; best effort, not awaited.
+ */
+function cancelBackend(pool: PgPool, deadlines: Deadlines, pid: number | null | undefined): void {
+  if (typeof pid !== 'number') return;
+  deadlines.guard(pool.query('SELECT pg_cancel_backend($1)', [pid])).catch(() => {});
 }
 
 /** Whether `error` is a deadline that passed (as {@link Deadlines} rejects), or wraps one. */

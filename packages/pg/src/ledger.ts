@@ -99,9 +99,9 @@ export class PostgresLedger {
    * it out unless the first one's claim was lost) waits on the first one's row: it finds it
    * when the first commits within `timeoutMs`, and otherwise rejects with a
    * `StoreUnavailableError` without running the handler, so the provider retries (its
-   * connection is closed, which ends its transaction on the server, rather than queueing a
-   * `ROLLBACK` behind the insert that still waits). A handler that throws rolls back its
-   * effects and the record.
+   * connection is closed and its insert cancelled, which ends its transaction on the server,
+   * rather than queueing a `ROLLBACK` behind the insert that still waits). A handler that
+   * throws rolls back its effects and the record.
    * A `COMMIT` whose answer is lost is checked on another connection: when the key is recorded,
    * the transaction committed and resolves as one.
    */

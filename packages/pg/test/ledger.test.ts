@@ -73,7 +73,7 @@ describe('PostgresLedger', () => {
     expect(await effectCount(`${namespace}:evt:evt_1`)).toBe(1);
   });
 
-  it('a second delivery that waits on a slower first one longer than timeoutMs rejects StoreUnavailableError without running the handler, its connection closed rather than a ROLLBACK queued behind the wait', async () => {
+  it('a second delivery that waits on a slower first one longer than timeoutMs rejects StoreUnavailableError without running the handler, its connection closed and its backend ended rather than a ROLLBACK queued behind the wait', async () => {
     const namespace = `ledger-${randomUUID()}`;
     const quickPool = pool({ max: 4 });
     const statements = new Map<object, string[]>(); // what each connection was sent
@@ -114,11 +114,18 @@ describe('PostgresLedger', () => {
       // It answered while the first still holds the row its insert waits on.
       expect(waited).toBeInstanceOf(StoreUnavailableError);
       expect((waited as Error).message).toMatch(/record got no answer in time/);
-      const sent = [...statements.values()];
-      expect(sent).toHaveLength(2);
-      const waiter = sent.find((texts) => !texts.some((text) => text.includes(effects)))!;
-      expect(waiter.map((text) => text.split(' ')[0])).toEqual(['BEGIN', 'INSERT']);
-      await vi.waitFor(() => expect(quickPool.totalCount).toBe(1)); // the waiter's closed
+      expect(statements.size).toBe(2);
+      const [connection, sent] = [...statements].find(
+        ([, texts]) => !texts.some((text) => text.includes(effects)),
+      )!;
+      expect(sent.map((text) => text.split(' ')[0])).toEqual(['BEGIN', 'INSERT']);
+      // And its backend, whose insert was cancelled, has ended: it holds no connection slot
+      // while the first delivery still holds the row.
+      const pid = (connection as { processID: number }).processID;
+      await vi.waitFor(async () => {
+        const { rows } = await shared.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid]);
+        expect(rows).toEqual([]);
+      });
       letGo();
       expect(await processed).toMatchObject({ status: 'processed', result: 'paid' });
       expect(runs).toBe(1);

@@ -187,7 +187,7 @@ describe('PostgresStore', () => {
 });
 
 /** A prepared statement's name as the docs give it: `hg_<hash of the table>_<operation>`. */
-const PREPARED = /^hg_(?<hash>[0-9a-f]{8})_(?<operation>\w+)$/;
+const PREPARED = /^hg_(?<hash>[0-9a-f]{16})_(?<operation>\w+)$/;
 
 /**
  * The store over `shared`, counting the statements each side sends. A statement sent with a
@@ -317,6 +317,40 @@ describe('round trips per delivery', () => {
       expect(ours[0]?.hash).not.toBe(theirs[0]?.hash);
     } finally {
       await drop(one, other);
+      await one.end();
+    }
+  });
+
+  it('two tables whose quoted names share a 32-bit FNV-1a hash get statements of their own on one connection', async () => {
+    const fnv32 = (text: string) => {
+      let hash = 0x811c9dc5;
+      for (let i = 0; i < text.length; i++) {
+        hash ^= text.charCodeAt(i);
+        hash = Math.imul(hash, 0x01000193) >>> 0;
+      }
+      return hash;
+    };
+    // A birthday search: about 80,000 names to a pair.
+    const seen = new Map<number, string>();
+    const prefix = `hgc_${randomUUID().slice(0, 8)}_`;
+    let pair: [string, string] | undefined;
+    for (let i = 0; pair === undefined; i++) {
+      const name = prefix + i.toString(36);
+      const other = seen.get(fnv32(`"${name}"`));
+      if (other === undefined) seen.set(fnv32(`"${name}"`), name);
+      else pair = [other, name];
+    }
+    const one = pool({ max: 1 });
+    try {
+      for (const on of pair) {
+        const store = new PostgresStore(one, { table: on });
+        await store.setup();
+        const gate = createGate({ store, eventId: 'id' });
+        expect((await gate.run({ payload: { id: 'e1' } }, () => 'ok')).status).toBe('processed');
+        expect((await gate.run({ payload: { id: 'e1' } }, () => 'ok')).status).toBe('duplicate');
+      }
+    } finally {
+      await drop(one, ...pair);
       await one.end();
     }
   });
