@@ -2,7 +2,7 @@ import { writeCanonicalJson } from './canonical-json.js';
 import { HookgateError, InvalidDeliveryError, invalidOption, messageOf } from './errors.js';
 import type { Preset } from './providers.js';
 import { type CompiledSelector, compileSelector } from './select.js';
-import { type Sha256Stream, sha256, sha256Stream } from './sha256.js';
+import { type Sha256Stream, sha256, sha256Bytes, sha256Stream } from './sha256.js';
 import type { Delivery, KeySource, Selector } from './types.js';
 
 /**
@@ -171,10 +171,28 @@ export function isEventKey(key: string): boolean {
 
 /**
  * @internal Untrusted text made safe to be part of a store key: kept as it is when it is a
- * plain id (up to 128 characters of letters, digits and `_ . : @ / + = -`), else `#<sha256>`.
+ * plain id (up to 128 characters of letters, digits and `_ . : @ / + = -`), else `#<sha256>`:
+ * of its UTF-8 bytes; or, for text with a lone surrogate (which UTF-8 cannot encode, and would
+ * turn into U+FFFD, so that `"\ud800"` and `"\udfff"` shared a key), of a byte 0xFF (never in
+ * UTF-8) and its UTF-16 code units.
  */
 export function plainOrHashed(id: string): string {
-  return isPlainId(id) ? id : '#' + sha256(id);
+  if (isPlainId(id)) return id;
+  return '#' + (LONE_SURROGATE.test(id) ? sha256Bytes(codeUnits(id)) : sha256(id));
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** 0xFF, then each UTF-16 code unit of `text`, big-endian. */
+function codeUnits(text: string): Uint8Array {
+  const bytes = new Uint8Array(1 + 2 * text.length);
+  bytes[0] = 0xff;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    bytes[1 + 2 * i] = unit >> 8;
+    bytes[2 + 2 * i] = unit & 0xff;
+  }
+  return bytes;
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });

@@ -9,14 +9,14 @@ import { sha256 as portableSha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
 
 interface NodeHash {
-  update(text: string): NodeHash;
+  update(data: string | Uint8Array): NodeHash;
   digest(encoding: 'hex'): string;
 }
 
 interface NodeCrypto {
   createHash(algorithm: 'sha256'): NodeHash;
   /** One-shot hashing (Node 20.12+, 21.7+): no Hash object per call. */
-  hash?(algorithm: 'sha256', text: string, encoding: 'hex'): string;
+  hash?(algorithm: 'sha256', data: string, encoding: 'hex'): string;
 }
 
 const builtin = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process
@@ -34,6 +34,18 @@ export const sha256: (text: string) => string =
 /** @internal The pure implementation, exported for the tests that compare the two. */
 export function portable(text: string): string {
   return bytesToHex(portableSha256(utf8ToBytes(text)));
+}
+
+/** @internal The SHA-256 of bytes, as 64 lowercase hex characters. */
+export function sha256Bytes(bytes: Uint8Array): string {
+  return nodeCrypto === undefined
+    ? portableBytes(bytes)
+    : nodeCrypto.createHash('sha256').update(bytes).digest('hex');
+}
+
+/** @internal The pure implementation of {@link sha256Bytes}, for the tests. */
+export function portableBytes(bytes: Uint8Array): string {
+  return bytesToHex(portableSha256(bytes));
 }
 
 /** @internal SHA-256 over text given in pieces: the hash of their concatenation. */

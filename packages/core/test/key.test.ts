@@ -55,6 +55,24 @@ describe('deriveKey', () => {
     expect(key('#abc')).not.toBe('evt:#abc');
   });
 
+  it('gives ids that differ only in lone surrogates keys of their own (UTF-8 would make each U+FFFD)', () => {
+    const key = (id: string) => deriveKey({ payload: { id } }, { eventId: 'id' }).key;
+    const ids = ['evt_\ud800', 'evt_\udfff', 'evt_\ufffd', 'evt_\ud800\ud800', 'evt_\udc00\ud800'];
+    const keys = ids.map(key);
+    expect(new Set(keys).size).toBe(ids.length);
+    for (const k of keys) expect(k).toMatch(/^evt:#[0-9a-f]{64}$/);
+    // A well-formed id keeps the hash of its UTF-8 bytes, a pair of surrogates included.
+    expect(key('evt_\ufffd')).toBe(`evt:#${sha256('evt_\ufffd')}`);
+    expect(key('evt_\ud83d\ude00')).toBe(`evt:#${sha256('evt_\u{1f600}')}`);
+    // And no well-formed id, its JSON escape of the lone one included, takes a lone one's key.
+    expect(key(JSON.stringify('evt_\ud800'))).not.toBe(key('evt_\ud800'));
+    // The same on parsed JSON text, as a binding reads it.
+    const fromText = (text: string) =>
+      deriveKey({ rawBody: new TextEncoder().encode(text) }, { eventId: 'id' }).key;
+    expect(fromText('{"id":"evt_\\ud800"}')).toBe(key('evt_\ud800'));
+    expect(fromText('{"id":"evt_\\ud800"}')).not.toBe(fromText('{"id":"evt_\\udfff"}'));
+  });
+
   it('falls back to the SHA-256 of the canonical JSON, equal for re-serialized redeliveries', () => {
     const first = deriveKey({ rawBody: '{"b":2,"a":[1.0,"x"]}' });
     const again = deriveKey({ rawBody: new TextEncoder().encode('{ "a": [1, "x"], "b": 2 }') });

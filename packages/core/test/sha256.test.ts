@@ -7,7 +7,14 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson } from '../src/canonical-json.js';
 import { digestOf } from '../src/key.js';
-import { portable, portableStream, sha256, sha256Stream } from '../src/sha256.js';
+import {
+  portable,
+  portableBytes,
+  portableStream,
+  sha256,
+  sha256Bytes,
+  sha256Stream,
+} from '../src/sha256.js';
 
 const native = (text: string) => createHash('sha256').update(text).digest('hex');
 
@@ -21,6 +28,16 @@ describe('sha256', () => {
       expect(hash('')).toBe('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
       expect(hash('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
     }
+  });
+
+  it('gives the same hex on both paths for any bytes', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 300 }), (bytes) => {
+        const expected = createHash('sha256').update(bytes).digest('hex');
+        expect(portableBytes(bytes)).toBe(expected);
+        expect(sha256Bytes(bytes)).toBe(expected);
+      }),
+    );
   });
 
   it('gives the same hex on both paths for any text, lone surrogates and astral characters included', () => {
