@@ -19,7 +19,7 @@ import {
   settleFromResponse,
   type WebhookEvent,
 } from '@hookgate/core';
-import { type BodyRead, readBodyThen, settleOnWire } from '@hookgate/core/node';
+import { type BodyRead, readBodyThen, settleOnWire, type WireWatch } from '@hookgate/core/node';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 declare module 'fastify' {
@@ -105,6 +105,8 @@ async function plugin(instance: FastifyInstance, options: HookgateOptions): Prom
   // every request's constructor, so requests keep one shape) rather than a WeakMap entry, which
   // costs the garbage collector more per request.
   instance.decorateRequest(CLAIM, undefined);
+  instance.decorateRequest(WIRE, undefined);
+  instance.decorateRequest(LATER, false);
 
   // Every body of this scope, whatever its content type, as exact bytes (or why there are none).
   // A callback parser: Fastify waits for no promise of ours.
@@ -116,21 +118,29 @@ async function plugin(instance: FastifyInstance, options: HookgateOptions): Prom
     },
   );
 
-  // A callback hook, not an async one: a delivery admitted at once (verify and the store
-  // answered without waiting, see `answerOf`) reaches the handler in the same turn, with no
-  // promise of the hook's own. Fastify turns a throw here into its error answer (500).
-  function hookgatePreHandler(request: FastifyRequest, reply: FastifyReply, next: Next): void {
-    const admitting = admit(resolved, rawBodyOf(request, resolved), request.headers);
-    const admission = answerOf(admitting);
-    if (admission !== undefined) enter(request, reply, next, admission);
-    // `next` with no error goes on: a rejection without a reason must still stop the request.
-    else {
-      admitting.then(
-        (later) => enter(request, reply, next, later),
-        (error: unknown) => next((error as Error) || new Error(NO_REASON)),
-      );
-    }
-  }
+  /**
+   * The hook that admits a route's deliveries. A callback hook, not an async one: a delivery
+   * admitted at once (verify and the store answered without waiting, see `answerOf`) reaches
+   * the handler in the same turn, with no promise of the hook's own. Fastify turns a throw here
+   * into its error answer (500). With `watch`, for a route with `preHandler` hooks of its own
+   * (which run after this one, and may answer or throw instead of the handler), the response is
+   * watched from the claim on, so that it settles the claim whoever answers.
+   */
+  const admitting = (watch: boolean) =>
+    function hookgatePreHandler(request: FastifyRequest, reply: FastifyReply, next: Next): void {
+      const admitting = admit(resolved, rawBodyOf(request, resolved), request.headers);
+      const admission = answerOf(admitting);
+      if (admission !== undefined) enter(request, reply, next, admission, watch);
+      // `next` with no error goes on: a rejection without a reason must still stop the request.
+      else {
+        admitting.then(
+          (later) => enter(request, reply, next, later, watch),
+          (error: unknown) => next((error as Error) || new Error(NO_REASON)),
+        );
+      }
+    };
+  const hookgatePreHandler = admitting(false);
+  const watchingPreHandler = admitting(true);
 
   // Each route of the scope gets the hook that admits its deliveries and a handler that settles
   // their claims, together: a route declared in the scope before the plugin gets neither (only
@@ -143,24 +153,36 @@ async function plugin(instance: FastifyInstance, options: HookgateOptions): Prom
     }
     const own = route.preHandler;
     route.preHandler =
-      own === undefined ? hookgatePreHandler : [hookgatePreHandler].concat(own as never);
+      own === undefined || (Array.isArray(own) && own.length === 0)
+        ? hookgatePreHandler
+        : [watchingPreHandler].concat(own as never);
     const handler = route.handler;
     route.handler = function hookgateHandler(this: FastifyInstance, request, reply) {
       const claim = (request as Held)[CLAIM];
       if (claim === undefined) return handler.call(this, request, reply);
+      const wire = (request as Held)[WIRE];
       let result: unknown;
       try {
         result = handler.call(this, request, reply);
       } catch (error) {
-        handled(reply, claim, 500, error);
+        handled(reply, claim, wire, 500, error);
         throw error;
       }
       if (isPromiseLike(result)) {
         result.then(
-          () => handled(reply, claim, reply.raw.statusCode, undefined),
-          (error: unknown) => handled(reply, claim, 500, error),
+          () => {
+            // A handler that returned (or awaited) `reply`, Fastify's "answer later", resolves
+            // as the connection closes, while its work may go on: with nothing written, its end
+            // says nothing of the app's answer. The claim then waits for what the response
+            // writes (Fastify writes nothing once the client is gone: so until claimTtlMs).
+            const res = reply.raw;
+            if (res.writableEnded || !res.destroyed || !(request as Held)[LATER]) {
+              handled(reply, claim, wire, res.statusCode, undefined);
+            } else if (wire === undefined) settleOnWire(res, claim);
+          },
+          (error: unknown) => handled(reply, claim, wire, 500, error),
         );
-      } else {
+      } else if (wire === undefined) {
         // A callback handler may answer later: the response is watched for it.
         settleOnWire(reply.raw, claim);
       }
@@ -176,7 +198,17 @@ async function plugin(instance: FastifyInstance, options: HookgateOptions): Prom
  * handler resolved with, or its error handler's answer) and the response is watched for it; if
  * the client is gone already, nothing will reach the wire, and `status` settles it.
  */
-function handled(reply: FastifyReply, claim: Claim, status: number, error: unknown): void {
+function handled(
+  reply: FastifyReply,
+  claim: Claim,
+  wire: WireWatch | undefined,
+  status: number,
+  error: unknown,
+): void {
+  if (wire !== undefined) {
+    wire.appDone(status, error); // watched since the claim: the wire decides, unless it is gone
+    return;
+  }
   const res = reply.raw;
   if (res.writableEnded) void settleFromResponse(claim, res.statusCode, error);
   else settleOnWire(res, claim).appDone(status, error);
@@ -188,6 +220,7 @@ function enter(
   reply: FastifyReply,
   next: Next,
   { answer, claim }: Admission<unknown>,
+  watch: boolean,
 ): void {
   if (answer !== undefined) {
     send(reply, answer);
@@ -196,12 +229,31 @@ function enter(
   request.webhook = claim.event;
   // The route's handler settles the claim when it is done: see `hookgateHandler`.
   (request as Held)[CLAIM] = claim;
+  if (watch) (request as Held)[WIRE] = settleOnWire(reply.raw, claim);
+  // biome-ignore lint/suspicious/noThenProperty: the reply is Fastify's thenable already; this marks its use
+  (reply as { then: unknown }).then = thenLater;
   next();
+}
+
+/**
+ * The reply's `then`, on a request that holds a claim: marks that the handler used the reply as
+ * a promise (`return reply` or `await reply`, to answer later), then is Fastify's own.
+ */
+function thenLater(this: FastifyReply, ...args: unknown[]): unknown {
+  (this.request as Held)[LATER] = true;
+  return (Object.getPrototypeOf(this) as { then: (...a: unknown[]) => unknown }).then.apply(
+    this,
+    args,
+  );
 }
 
 /** The claim of each request that holds one, for the route wrapper. */
 const CLAIM = Symbol('hookgate.claim');
-type Held = FastifyRequest & { [CLAIM]?: Claim };
+/** Its watch on the response, when the claim is watched from the start. */
+const WIRE = Symbol('hookgate.wire');
+/** Whether the handler used the reply as a promise (see `thenLater`). */
+const LATER = Symbol('hookgate.later');
+type Held = FastifyRequest & { [CLAIM]?: Claim; [WIRE]?: WireWatch; [LATER]: boolean };
 
 /** A Fastify hook's callback. */
 type Next = (error?: Error) => void;

@@ -401,5 +401,90 @@ for (const [name, fastify] of majors) {
         ok: true,
       });
     });
+
+    it("a route's own preHandler that answers or throws after the claim settles it from the wire: released, and the redelivery runs", async () => {
+      const decisions: string[] = [];
+      let refusing = true;
+      let handled = 0;
+      await start((app) =>
+        app.register(async (scope) => {
+          await scope.register(hookgate, { gate: gateWith(decisions), verify: false });
+          const route = async () => {
+            handled++;
+            return { ok: true };
+          };
+          scope.post(
+            '/refuses',
+            {
+              preHandler: (_request, reply, done) => {
+                if (refusing) reply.code(403).send({ status: 'forbidden' });
+                else done();
+              },
+            },
+            route,
+          );
+          scope.post(
+            '/throws',
+            {
+              preHandler: async () => {
+                if (refusing) throw new Error('auth backend down');
+              },
+            },
+            route,
+          );
+        }),
+      );
+      expect((await fetch(`${url}/refuses`, json({ id: 'evt_1' }))).status).toBe(403);
+      expect((await fetch(`${url}/throws`, json({ id: 'evt_2' }))).status).toBe(500);
+      for (let waited = 0; decisions.length < 4 && waited < 5_000; waited += 5) await sleep(5);
+      expect(decisions).toEqual(['new', 'released', 'new', 'released']);
+      refusing = false;
+      expect((await fetch(`${url}/refuses`, json({ id: 'evt_1' }))).status).toBe(200);
+      expect((await fetch(`${url}/throws`, json({ id: 'evt_2' }))).status).toBe(200);
+      expect(handled).toBe(2);
+    });
+
+    it('`return reply` and a send later: the status sent settles the claim; a client gone before it leaves the claim held, never done', async () => {
+      const decisions: string[] = [];
+      const gate = gateWith(decisions);
+      let entered = 0;
+      const answers: (() => void)[] = [];
+      await start((app) =>
+        app.register(async (scope) => {
+          await scope.register(hookgate, { gate, verify: false });
+          scope.post('/later', async (_request, reply) => {
+            entered++;
+            // Fastify's "answer later": the work goes on after the handler returns.
+            answers.push(() => reply.code(500).send({ status: 'failed' }));
+            return reply;
+          });
+        }),
+      );
+      const waitFor = async (done: () => boolean) => {
+        for (let waited = 0; !done() && waited < 5_000; waited += 5) await sleep(5);
+        expect(done()).toBe(true);
+      };
+      // The client stays: the 500 it gets releases the claim.
+      const stays = fetch(`${url}/later`, json({ id: 'evt_stays' }));
+      await waitFor(() => answers.length === 1);
+      answers[0]!();
+      expect((await stays).status).toBe(500);
+      await waitFor(() => decisions.length === 2);
+      expect(decisions).toEqual(['new', 'released']);
+      // The client goes before the answer: the handler's promise resolves as the connection
+      // closes, which says nothing of the work's outcome; the 500 written after it reaches
+      // nobody (Fastify sends nothing once the client is gone).
+      const client = new AbortController();
+      const goes = fetch(`${url}/later`, { ...json({ id: 'evt_goes' }), signal: client.signal });
+      await waitFor(() => answers.length === 2);
+      client.abort();
+      expect(await goes.catch((error: unknown) => error)).toBeInstanceOf(Error);
+      await sleep(50);
+      answers[1]!();
+      await sleep(50);
+      expect(decisions).toEqual(['new', 'released', 'new']);
+      expect((await gate.inspect({ payload: { id: 'evt_goes' } })).state).toBe('processing');
+      expect(entered).toBe(2);
+    });
   });
 }
