@@ -24,7 +24,7 @@ import {
   HttpException,
   type NestInterceptor,
 } from '@nestjs/common';
-import { finalize, type Observable, of, tap } from 'rxjs';
+import { finalize, EMPTY as NOTHING, type Observable, of, tap } from 'rxjs';
 
 /** Checks a delivery's signature over the exact body bytes; `true` accepts. */
 export type Verify = CoreVerify<Buffer, IncomingHttpHeaders>;
@@ -93,6 +93,13 @@ export class WebhookInterceptor<TPayload = unknown> implements NestInterceptor {
       // Nest sends the value with the status and headers set on the response (over @HttpCode).
       res.statusCode = answer.status;
       for (const [name, value] of Object.entries(answer.headers)) res.setHeader(name, value);
+      if (!sendsItsResponse(context)) {
+        // A handler that takes the response (@Res() or @Next() without passthrough) sends it
+        // itself: Nest sends no value there, so the answer is written here.
+        res.setHeader('content-type', 'application/json; charset=utf-8');
+        res.end(JSON.stringify(answer.body));
+        return NOTHING;
+      }
       return of(answer.body);
     }
     req.webhook = claim.event;
@@ -123,6 +130,34 @@ export const Webhook: () => ParameterDecorator = createParamDecorator(
   (_data: unknown, context: ExecutionContext) =>
     context.switchToHttp().getRequest<NestRequest>().webhook,
 );
+
+/**
+ * Whether Nest sends the value a route's handler returns: not when the handler takes the
+ * response (`@Res()`) or `@Next()` without `passthrough: true`, as Nest's router decides it
+ * (from the metadata its parameter decorators leave on the controller). Cached per handler.
+ */
+function sendsItsResponse(context: ExecutionContext): boolean {
+  const handler = context.getHandler();
+  let sends = sending.get(handler);
+  if (sends === undefined) {
+    const controller = context.getClass();
+    const meta = (key: string) =>
+      (
+        Reflect as unknown as { getMetadata?: (k: string, t: object, p: string) => unknown }
+      ).getMetadata?.(key, controller, handler.name);
+    const params = Object.keys((meta(ROUTE_ARGS_METADATA) as object | undefined) ?? {});
+    const takesResponse = params.some((key) => TAKES_RESPONSE.has(key.split(':')[0]!));
+    sends = !takesResponse || meta(RESPONSE_PASSTHROUGH_METADATA) === true;
+    sending.set(handler, sends);
+  }
+  return sends;
+}
+
+const sending = new WeakMap<object, boolean>();
+/** `@nestjs/common`'s metadata keys, and `RouteParamtypes.RESPONSE` and `.NEXT`. */
+const ROUTE_ARGS_METADATA = '__routeArguments__';
+const RESPONSE_PASSTHROUGH_METADATA = '__responsePassthrough__';
+const TAKES_RESPONSE = new Set(['1', '2']);
 
 /** The status Nest's default exception filter answers `error` with. */
 function statusOf(error: unknown): number {
