@@ -61,7 +61,9 @@ export function hookgate<TPayload = unknown>(
       return;
     }
     ctx.state.webhook = claim.event;
-    const wire = settleOnWire(ctx.res, claim);
+    // Koa's `await next()` says when the app is done: a response that ended before it (a
+    // deadline middleware's 503) settles the claim only then, so a retry meets it in flight.
+    const wire = settleOnWire(ctx.res, claim, true);
     try {
       await next();
     } catch (error) {

@@ -212,3 +212,66 @@ describe('a client gone mid-body', () => {
     });
   }
 });
+
+describe('a response that ends before the handler is done', () => {
+  for (const [name, Koa] of [
+    ['koa 2', Koa2],
+    ['koa 3', Koa3],
+  ] as const) {
+    it(`${name}: a deadline middleware's 503 settles the claim only once the handler is done: the retry meanwhile is 409, never a second run beside the first`, async () => {
+      const decisions: string[] = [];
+      const gate = createGate({
+        store: new MemoryStore(),
+        eventId: 'id',
+        onDecision: (event) => decisions.push(event.decision),
+      });
+      let late!: () => void;
+      let finish!: () => void;
+      const working = new Promise<void>((resolve) => {
+        finish = resolve;
+      });
+      let runs = 0;
+      const app = new Koa();
+      app.on('error', () => {});
+      // A response deadline in front (as koa-timeout-style middleware does): answers 503 when
+      // `late()` is called before the chain has finished.
+      app.use(async (ctx, next) => {
+        const deadline = new Promise<'late'>((resolve) => {
+          late = () => resolve('late');
+        });
+        if ((await Promise.race([next().then(() => 'ok' as const), deadline])) === 'late') {
+          ctx.status = 503;
+          ctx.body = { status: 'timeout' };
+        }
+      });
+      app.use(hookgate({ gate, verify: false }));
+      app.use(async (ctx) => {
+        runs++;
+        if (runs === 1) await working;
+        ctx.body = { ok: true };
+      });
+      const server = await listen(app.callback());
+      const post = () =>
+        fetch(`${server.url}/webhook`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: '{"id":"evt_1"}',
+        });
+      try {
+        const first = post();
+        await vi.waitFor(() => expect(runs).toBe(1));
+        late();
+        expect((await first).status).toBe(503);
+        expect((await post()).status).toBe(409); // the first handler still runs
+        expect(decisions).toEqual(['new', 'in-flight']);
+        finish();
+        // Done now, and the provider was answered 503: released, so its retry runs it again.
+        await vi.waitFor(() => expect(decisions).toEqual(['new', 'in-flight', 'released']));
+        expect((await post()).status).toBe(200);
+        expect(runs).toBe(2);
+      } finally {
+        await server.close();
+      }
+    });
+  }
+});

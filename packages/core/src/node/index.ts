@@ -88,19 +88,25 @@ export interface WireWatch {
  * the response ended: watch before that can happen); on one whose connection closed already, it settles on `appDone`. So an app
  * whose handler usually answers before its promise settles (a Fastify route) can wait for that
  * promise and only then watch, and most responses are never watched at all.
+ *
+ * With `waitForApp` (for a binding whose app always says when it is done, as Koa's `await
+ * next()` does), a response that ends before the app is done (a response-deadline middleware
+ * answered 503 while the handler runs) settles the claim only once {@link WireWatch.appDone}
+ * comes, still on the status written: so the provider's retry meets a claim in flight, not a
+ * second run alongside the first.
  */
-export function settleOnWire(res: ServerResponse, claim: Claim): WireWatch {
+export function settleOnWire(res: ServerResponse, claim: Claim, waitForApp = false): WireWatch {
   const watched = res as Watched;
   const before = watched[WATCH];
   if (res.writableEnded || res.destroyed) {
-    const late = new Watch(res, claim, undefined, res.writeHead);
+    const late = new Watch(res, claim, undefined, res.writeHead, waitForApp);
     if (res.writableEnded) late.ended();
     else late.closedEarly();
     return late;
   }
   // Watch the status at the moment the headers are written, as `on-headers` does: Node writes
   // them through `writeHead`, also implicitly (`res.end()` calls it with `res.statusCode`).
-  const watch = new Watch(res, claim, before, before?.writeHead ?? res.writeHead);
+  const watch = new Watch(res, claim, before, before?.writeHead ?? res.writeHead, waitForApp);
   watched[WATCH] = watch;
   if (before !== undefined) return watch; // the response is watched already: one more claim
   res.writeHead = watchedWriteHead as ServerResponse['writeHead'];
@@ -130,6 +136,8 @@ class Watch implements WireWatch {
   /** What the app said when it was done, once it has. */
   appStatus: number | undefined = undefined;
   appError: unknown = undefined;
+  /** The status the response ended with, while the settle waits for the app (`waitForApp`). */
+  wireStatus: number | undefined = undefined;
   settled = false;
 
   constructor(
@@ -139,17 +147,22 @@ class Watch implements WireWatch {
     readonly next: Watch | undefined,
     /** The response's own `writeHead`, from before the first watch. */
     readonly writeHead: ServerResponse['writeHead'],
+    /** Settle a response that ended only once the app is done, too. */
+    readonly waitForApp: boolean,
   ) {}
 
   appDone(status: number, error?: unknown): void {
     this.appStatus = status;
     this.appError = error;
-    if (this.closed) this.settle(status, error);
+    if (this.wireStatus !== undefined) this.settle(this.wireStatus, error);
+    else if (this.closed) this.settle(status, error);
   }
 
   /** The response ended: its status on the wire decides (the app's error explains a non-2xx). */
   ended(): void {
-    this.settle(this.sent ?? this.res.statusCode, this.appError);
+    const status = this.sent ?? this.res.statusCode;
+    if (this.waitForApp && this.appStatus === undefined) this.wireStatus = status;
+    else this.settle(status, this.appError);
   }
 
   /** The connection closed before the response ended: settle as the app ends. */
