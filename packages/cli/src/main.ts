@@ -13,6 +13,7 @@ import {
 import { type Connection, connect, type Stats, UsageError } from './connect.js';
 import { COMMANDS, type Command, TOP } from './help.js';
 import { checkTable, watch } from './watch.js';
+import { escapeControls, safeJson } from './watch-output.js';
 
 /** The exit codes of `hookgate`. */
 export const ExitCode = {
@@ -121,7 +122,7 @@ export async function main(argv: readonly string[]): Promise<ExitCode> {
     if (error instanceof UsageError || isInvalidOptions(error)) {
       return usage(messageOf(error), command);
     }
-    process.stderr.write(`hookgate: ${messageOf(error)}\n`);
+    process.stderr.write(`hookgate: ${escapeControls(messageOf(error))}\n`);
     return ExitCode.STORE_ERROR;
   }
 }
@@ -251,7 +252,7 @@ async function watchCommand(args: string[]): Promise<ExitCode> {
     return ExitCode.OK;
   } catch (error) {
     if (error instanceof UsageError) return usage(messageOf(error), 'watch');
-    process.stderr.write(`hookgate: ${messageOf(error)}\n`);
+    process.stderr.write(`hookgate: ${escapeControls(messageOf(error))}\n`);
     return ExitCode.STORE_ERROR;
   }
 }
@@ -262,7 +263,7 @@ function parseWatch(args: string[]) {
 
 function printInspection(inspection: Inspection, flags: Flags): ExitCode {
   if (flags.json) {
-    print(JSON.stringify(inspection, null, 2));
+    print(safeJson(inspection, 2));
   } else {
     const rows: [string, string][] = [
       ['key', inspection.key],
@@ -287,7 +288,7 @@ async function forget(
 ): Promise<ExitCode> {
   const { key, state } = inspection;
   const report = (forgotten: boolean) => {
-    if (flags.json) print(JSON.stringify({ key, forgotten }, null, 2));
+    if (flags.json) print(safeJson({ key, forgotten }, 2));
   };
   if (state === 'absent') {
     report(false);
@@ -325,7 +326,7 @@ async function forget(
 
 function printStats(stats: Stats, json: boolean): ExitCode {
   if (json) {
-    print(JSON.stringify(stats, null, 2));
+    print(safeJson(stats, 2));
     return ExitCode.OK;
   }
   const rows: [string, string][] = [
@@ -376,12 +377,12 @@ function duration(ms: number): string {
 
 function table(rows: [string, string][]): string {
   const width = Math.max(...rows.map(([label]) => label.length)) + 2;
-  return rows.map(([label, value]) => label.padEnd(width) + value).join('\n');
+  return rows.map(([label, value]) => label.padEnd(width) + escapeControls(value)).join('\n');
 }
 
 function usage(message: string, command?: Command): ExitCode {
   const helpCommand = command === undefined ? 'hookgate --help' : `hookgate ${command} --help`;
-  process.stderr.write(`hookgate: ${message}\nRun '${helpCommand}' for usage.\n`);
+  process.stderr.write(`hookgate: ${escapeControls(message)}\nRun '${helpCommand}' for usage.\n`);
   return ExitCode.USAGE;
 }
 

@@ -53,6 +53,8 @@ export interface WatchedDecision {
 export interface PolledRow {
   xmin: string;
   xmax: string;
+  /** The log's highest id, in the poll's snapshot. */
+  newest: string;
   id: string | null;
   decision: string | null;
   /** A `Date`; `pg` gives a number for `infinity` and `-infinity`. */
@@ -145,7 +147,26 @@ function escapeControl(character: string): string {
   );
 }
 
+/**
+ * `text` with every control character escaped (`\n`, `\u001b`…): data read from a store or a
+ * log, or typed by an operator, can neither break a line nor drive the terminal.
+ */
+export function escapeControls(text: string): string {
+  return text.replace(CONTROL, escapeControl);
+}
+
+/**
+ * `value` as JSON (indented by `indent`), with the control characters JSON leaves as they are
+ * (C1, format characters, the line separators) escaped too. A raw newline in the output is
+ * only ever the indentation's: JSON escapes those in strings.
+ */
+export function safeJson(value: unknown, indent?: number): string {
+  return JSON.stringify(value, null, indent).replace(CONTROL, (character) =>
+    character === '\n' ? character : escapeControl(character),
+  );
+}
+
 /** `decision` as `hookgate watch` prints it: one JSON object (`json`) or one line of text. */
 export function formatDecision(decision: WatchedDecision, json: boolean): string {
-  return json ? JSON.stringify(decision).replace(CONTROL, escapeControl) : line(decision);
+  return json ? safeJson(decision) : line(decision);
 }

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { postgresPool, UsageError } from './connect.js';
 import {
+  escapeControls,
   formatDecision,
   type PolledRow,
   toDecision,
@@ -105,6 +106,8 @@ class Watcher {
   readonly #key: string | null;
   /** The highest id seen. */
   #last = 0;
+  /** The highest id the log has held since the watch began: its ids never go back. */
+  #newest = 0;
   /** Ids below `#last` not seen yet, in ascending order of when they were found. */
   readonly #gaps = new Map<number, Gap>();
   /** The error of the polls failing now, so that a run of failures is reported once. */
@@ -126,6 +129,7 @@ class Watcher {
     // Also a check that the table is there, before saying that it is watched.
     const end = await this.#end();
     this.#last = sinceId ?? end;
+    this.#newest = end;
     // From now on: the rows below the newest whose transactions are still open count too.
     if (sinceId === undefined && !this.#signal.aborted) await this.#seedGaps(end);
     if (this.#signal.aborted) return;
@@ -147,7 +151,7 @@ class Watcher {
       } catch (error) {
         if (this.#signal.aborted) return;
         if (!transient(error)) throw explain(error, table);
-        const message = messageOf(error);
+        const message = escapeControls(messageOf(error));
         if (this.#failing !== message) {
           process.stderr.write(
             `hookgate: a poll failed: ${message}; trying again every ${this.#options.intervalMs} ms\n`,
@@ -215,6 +219,13 @@ class Watcher {
     if (this.#signal.aborted) return false;
     const first = rows[0];
     if (first === undefined) return false; // the snapshot row is always there
+    const newest = idOf(first.newest);
+    if (newest < this.#newest) {
+      throw new LogError(
+        `the decision log's newest id went back from ${this.#newest} to ${newest} (emptied with TRUNCATE ... RESTART IDENTITY, or its newest rows deleted): ids after ${this.#last} may be old or new, so the watch stops; start it again`,
+      );
+    }
+    this.#newest = newest;
     let read = 0;
     for (const row of rows) {
       if (row.id === null) continue;
@@ -292,7 +303,7 @@ class Watcher {
     const table = this.#quoted;
     return `
       SELECT pg_snapshot_xmin(s.snapshot)::text AS xmin, pg_snapshot_xmax(s.snapshot)::text AS xmax,
-        r.id::text AS id, m.*
+        (SELECT coalesce(max(id), 0) FROM ${table})::text AS newest, r.id::text AS id, m.*
       FROM pg_current_snapshot() AS s(snapshot)
       LEFT JOIN (
         (SELECT * FROM ${table} WHERE id = ANY($2::bigint[]))
@@ -375,13 +386,16 @@ interface Queryable {
   }>;
 }
 
-/** The log's ids past this are refused: a number no longer counts them one by one. */
-class UnsafeIdError extends Error {}
+/**
+ * A log the watch cannot follow, which trying again will not change: an id past 2^53 - 1 (a
+ * number no longer counts them one by one), or ids that went back.
+ */
+class LogError extends Error {}
 
 function idOf(text: string): number {
   const id = Number(text);
   if (!Number.isSafeInteger(id)) {
-    throw new UnsafeIdError(
+    throw new LogError(
       `the decision log has an id past 2^53 - 1 (${text}), which watch cannot follow`,
     );
   }
@@ -390,7 +404,7 @@ function idOf(text: string): number {
 
 /** Whether a failed poll may pass when tried again: anything but a mistake in what is asked. */
 function transient(error: unknown): boolean {
-  if (error instanceof UnsafeIdError) return false;
+  if (error instanceof LogError) return false;
   const code = (error as { code?: unknown } | null)?.code;
   // Class 42: syntax error or access rule violation (no table, no column, no privilege).
   return !(typeof code === 'string' && code.startsWith('42'));
@@ -398,7 +412,7 @@ function transient(error: unknown): boolean {
 
 /** A failed query as the watch reports it: a missing table says how to create it. */
 function explain(error: unknown, table: string): Error {
-  if (error instanceof UnsafeIdError) return error;
+  if (error instanceof LogError) return error;
   const code = (error as { code?: unknown } | null)?.code;
   if (code === '42P01') {
     return new Error(

@@ -351,6 +351,25 @@ describe('hookgate over Redis only', () => {
   });
 });
 
+describe('hookgate over Redis only: what it prints of a value', () => {
+  it('escapes the control characters of a value read from the store (text and --json, C0 and C1)', async () => {
+    const namespace = ns('escapes');
+    const hostile = '\u001b]0;pwned\u0007\u001b[2J\u009b31m\u202etxt';
+    await redis.set(`${namespace}:evt:odd`, `d:tok:${hostile}`, 'PX', 60_000);
+    const flags = ['--redis', REDIS_URL, '--namespace', namespace];
+    const text = await hookgate(['inspect', 'evt:odd', ...flags]);
+    const json = await hookgate(['inspect', 'evt:odd', '--json', ...flags]);
+    for (const { code, stdout } of [text, json]) {
+      expect(code).toBe(0);
+      for (const raw of ['\u001b', '\u0007', '\u009b', '\u202e']) expect(stdout).not.toContain(raw);
+    }
+    expect(text.stdout).toMatch(
+      /^fingerprint +\\u001b\]0;pwned\\u0007\\u001b\[2J\\u009b31m\\u202etxt$/m,
+    );
+    expect(JSON.parse(json.stdout)).toMatchObject({ state: 'done', fingerprint: hostile });
+  });
+});
+
 describe('hookgate over PostgreSQL only', () => {
   it('a table that does not exist is a store error (exit 1)', async () => {
     const table = `hookgate_cli_missing_${run}`;
@@ -421,6 +440,44 @@ describe('hookgate watch', () => {
     for (const watcher of started) await watcher.stop('SIGKILL');
     await log.close();
     await pool.query(`DROP TABLE IF EXISTS "${LOG}"`);
+  });
+
+  it('a log emptied with TRUNCATE ... RESTART IDENTITY under it: exit 1, saying why, rather than silence', async () => {
+    const table = `hookgate_cli_restart_${run}`;
+    const own = new PostgresAuditLog(pool, { table });
+    await own.setup();
+    const insert = (key: string) =>
+      pool.query(
+        `INSERT INTO "${table}" (writer, seq, at, decision, namespace, key)
+         VALUES (gen_random_uuid(), 1, now(), 'new', 'ns', $1)`,
+        [key],
+      );
+    try {
+      for (const key of ['evt:a', 'evt:b', 'evt:c']) await insert(key);
+      const watcher = hookgateRunning([
+        'watch',
+        '--postgres',
+        POSTGRES_URL,
+        '--table',
+        table,
+        '--interval',
+        '50',
+      ]);
+      started.push(watcher);
+      await watcher.until(() => watcher.stderr().includes('watching'));
+      await insert('evt:d');
+      await watcher.until(() => watcher.lines().length === 1);
+      await pool.query(`TRUNCATE "${table}" RESTART IDENTITY`);
+      await insert('evt:e'); // id 1, below the 4 already printed
+      const { code, stderr } = await watcher.exited;
+      expect(code).toBe(1);
+      expect(stderr).toMatch(
+        /hookgate: the decision log's newest id went back from 4 to [01] \(emptied with TRUNCATE/,
+      );
+    } finally {
+      await own.close();
+      await pool.query(`DROP TABLE IF EXISTS "${table}"`);
+    }
   });
 
   it('--json --from-start prints every decision as one JSON line while the gate writes them; SIGINT exits 0', async () => {
@@ -956,6 +1013,19 @@ describe('hookgate watch', () => {
 describe('hookgate usage', () => {
   const unreachable = ['--redis', 'redis://127.0.0.1:1'];
   const unreachablePg = ['--postgres', 'postgres://postgres@127.0.0.1:1/test'];
+
+  it('echoes a hostile argument with its control characters escaped, on one line', async () => {
+    const refused = await hookgate(['inspect', 'evt:\u001b[2J\n\u009b31m', ...unreachable]);
+    expect(refused.code).toBe(2);
+    for (const raw of ['\u001b', '\u009b']) expect(refused.stderr).not.toContain(raw);
+    expect(refused.stderr.split('\n')).toEqual([
+      expect.stringMatching(/^hookgate: .*evt:\\u001b\[2J\\n\\u009b31m/),
+      "Run 'hookgate inspect --help' for usage.",
+      '',
+    ]);
+    const unknown = await hookgate(['\u001b]0;x\u0007']);
+    expect(unknown.stderr).toMatch(/^hookgate: unknown command '\\u001b\]0;x\\u0007'/);
+  });
 
   it('an unknown command is exit 2 with a pointer to the usage', async () => {
     const unknown = await hookgate(['frobnicate']);

@@ -32,8 +32,11 @@ export function instrument(options: GateOptions, telemetry: TelemetryOptions = {
   const onDecision =
     typeof own === 'function'
       ? (event: DecisionEvent) => {
-          record(event);
-          own(event);
+          try {
+            record(event);
+          } finally {
+            own(event); // a recorder that throws (a faulty meter) must not cost the caller's hook
+          }
         }
       : (own ?? record);
   return { ...options, store, onDecision };

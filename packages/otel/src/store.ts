@@ -64,7 +64,11 @@ export function instrumentStore(store: ClaimStore, telemetry: TelemetryOptions =
         'hookgate.store.outcome': failed ? 'error' : 'ok',
         'hookgate.namespace': namespace,
       };
-      storeDuration.record((performance.now() - started) / 1000, attributes);
+      try {
+        storeDuration.record((performance.now() - started) / 1000, attributes);
+      } catch {
+        // A meter that throws (an exporter's bug) must not change what the store answered.
+      }
       if (span === undefined) return;
       if (failed) {
         span.recordException(error instanceof Error ? error : String(error));

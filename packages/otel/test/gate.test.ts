@@ -11,7 +11,14 @@ import {
 } from '@hookgate/core';
 import { IoRedisStore } from '@hookgate/ioredis';
 import { MemoryStore } from '@hookgate/memory';
-import { DiagLogLevel, diag, SpanStatusCode, trace } from '@opentelemetry/api';
+import {
+  createNoopMeter,
+  DiagLogLevel,
+  diag,
+  type MeterProvider,
+  SpanStatusCode,
+  trace,
+} from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it, vi } from 'vitest';
@@ -400,5 +407,30 @@ describe('instrument', () => {
     });
     expect(outcome).toEqual({ status: 'processed', key: 'evt:evt_1', result: 1 });
     expect(active).toBeUndefined();
+  });
+});
+
+describe("the caller's onDecision", () => {
+  it('is called for every decision even when recording one throws (a faulty meter)', async () => {
+    const noop = createNoopMeter();
+    const throwing = () => ({
+      add: () => {
+        throw new Error('exporter bug');
+      },
+      record: () => {
+        throw new Error('exporter bug');
+      },
+    });
+    const meter = { ...noop, createCounter: throwing, createHistogram: throwing };
+    const meterProvider = { getMeter: () => meter } as unknown as MeterProvider;
+    const seen: string[] = [];
+    const options = instrument(
+      { store: new MemoryStore(), eventId: 'id', onDecision: (event) => seen.push(event.decision) },
+      { meterProvider },
+    );
+    const gate = instrumentGate(createGate(options));
+    expect((await gate.run({ payload: { id: 'o1' } }, () => 1)).status).toBe('processed');
+    expect((await gate.run({ payload: { id: 'o1' } }, () => 1)).status).toBe('duplicate');
+    expect(seen).toEqual(['new', 'done', 'duplicate']);
   });
 });
