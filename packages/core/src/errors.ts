@@ -233,8 +233,11 @@ export function invalidOption(option: string, why: string): never {
 export function messageOf(error: unknown): string {
   try {
     // An Error's message may be anything a getter returns, or throws.
-    const message = error instanceof Error ? error.message : undefined;
-    return typeof message === 'string' ? message : String(error);
+    if (!(error instanceof Error)) return String(error);
+    const message: unknown = error.message;
+    return typeof message === 'string'
+      ? message
+      : `${String(error.name)} (its message is not text)`;
   } catch {
     return typeof error;
   }

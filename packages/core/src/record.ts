@@ -1,9 +1,10 @@
 import type { StoredRecord } from './store.js';
 
 const ALL_DIGITS = /^\d+$/;
-const CLAIM = /^([pd]):([^:]+)(?::(.+))?$/;
-const HELD_WATERMARK = /^h:\d+:[^:]+:(-?\d+):(.+)$/;
-const WATERMARK = /^(-?\d+):(.+)$/;
+// `s`: `.` matches line terminators too, as Lua's `.` (the Redis scripts') matches any byte.
+const CLAIM = /^([pd]):([^:]+)(?::(.+))?$/s;
+const HELD_WATERMARK = /^h:\d+:[^:]+:(-?\d+):(.+)$/s;
+const WATERMARK = /^(-?\d+):(.+)$/s;
 
 /**
  * For store authors: read a value in the reference encoding (the one the Redis adapters and

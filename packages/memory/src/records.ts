@@ -24,9 +24,10 @@ function isDigits(text: string): boolean {
   return true;
 }
 
-/** `p` or `d`; `undefined` for a value that is not a claim record. */
+/** `p` or `d`; `undefined` for a value that is not a claim record (`p:` has no token: none). */
 export function recordKind(value: string): 'p' | 'd' | undefined {
   if (value.charCodeAt(1) !== 58 /* : */) return isDigits(value) ? 'd' : undefined;
+  if (value.length === 2 || value.charCodeAt(2) === 58) return undefined; // an empty token
   const kind = value.charCodeAt(0);
   return kind === 112 /* p */ ? 'p' : kind === 100 /* d */ ? 'd' : undefined;
 }

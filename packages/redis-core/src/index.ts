@@ -199,8 +199,11 @@ export class RedisStore implements ClaimStore {
     const value = String(previous);
     if (ALL_DIGITS.test(value)) return 'done';
     const kind = value.slice(0, 2);
-    if (kind !== 'p:' && kind !== 'd:') throw foreignValueError(this.#name, 'claim', key);
     const colon = value.indexOf(':', 2);
+    // Not a claim record, or one without a token (`p:`, `p::x`): as the scripts read it.
+    if ((kind !== 'p:' && kind !== 'd:') || value.length === 2 || colon === 2) {
+      throw foreignValueError(this.#name, 'claim', key);
+    }
     if (fingerprint !== undefined && colon > 0) {
       const stored = value.slice(colon + 1);
       if (stored !== fingerprint) return { state: 'conflict', fingerprint: stored };
@@ -222,8 +225,7 @@ export class RedisStore implements ClaimStore {
     read: (code: 0 | 1 | 2) => T,
   ): Promise<T> {
     const reading = (reply: unknown) => {
-      // A number, or a string under a client's type mapping.
-      const code = Number(reply);
+      const code = integerOf(reply);
       if (code === 0 || code === 1 || code === 2) return read(code);
       if (code === -1) throw foreignValueError(this.#name, operation, key);
       throw createError(this.#name, 'STORE_UNAVAILABLE', `${operation} got an unexpected reply`, {
@@ -259,7 +261,10 @@ export class RedisStore implements ClaimStore {
     script = false,
   ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
+      /** Settled (answered, failed, or past its deadline): nothing more is sent. */
+      let over = false;
       const fail = (error: unknown) => {
+        over = true;
         let failure = error;
         try {
           failure = errorText(error).startsWith('WRONGTYPE')
@@ -275,6 +280,7 @@ export class RedisStore implements ClaimStore {
       let resent = 0;
       let lua = false;
       const answered = (reply: unknown) => {
+        over = true;
         if (!this.#deadlines.finish(pending)) return;
         try {
           resolve(read(reply));
@@ -283,6 +289,9 @@ export class RedisStore implements ClaimStore {
         }
       };
       const failed = async (error: unknown): Promise<void> => {
+        // The deadline passed already (the caller has its rejection): a redirection's or an
+        // unsent command's proof that it was not applied must not become a late write.
+        if (over) return;
         try {
           if (!script || lua || !errorText(error).startsWith('NOSCRIPT')) {
             if (resent === MAX_RESENDS) throw error;
@@ -294,7 +303,7 @@ export class RedisStore implements ClaimStore {
           if (this.#deadlines.finish(pending)) fail(reason);
           return;
         }
-        attempt(send, commands, lua).then(answered, failed);
+        if (!over) attempt(send, commands, lua).then(answered, failed);
       };
       attempt(send, commands, lua).then(answered, failed);
     });
@@ -326,6 +335,25 @@ function evaluating(script: Script, key: string, args: string[]): Send {
   return (commands, lua) =>
     lua ? commands.eval(script.lua, key, args) : commands.evalsha(script.sha, key, args);
 }
+
+/**
+ * A script's integer reply: a number (a bigint, under RESP3 type mappings), or its text (a
+ * string or a Buffer, under a client's type mapping); `NaN` for anything else, which is no
+ * answer (`Number()` would read a nil or an empty array as 0).
+ */
+function integerOf(reply: unknown): number {
+  if (typeof reply === 'number') return reply;
+  if (typeof reply === 'bigint') return Number(reply);
+  const text =
+    typeof reply === 'string'
+      ? reply
+      : reply instanceof Uint8Array
+        ? new TextDecoder().decode(reply)
+        : undefined;
+  return text !== undefined && INTEGER.test(text) ? Number(text) : Number.NaN;
+}
+
+const INTEGER = /^-?\d+$/;
 
 function isOne(code: number): boolean {
   return code === 1;

@@ -66,6 +66,26 @@ describe('RedisStore over a client', () => {
       message: expect.stringContaining('TestStore'),
     });
   });
+
+  it("reads a script's integer reply as a number, a bigint or its text, and anything else as no answer", async () => {
+    const storeAnswering = (reply: unknown) =>
+      new RedisStore('TestStore', {
+        setNxGet: async () => null,
+        evalsha: async () => reply,
+        eval: async () => reply,
+      });
+    for (const reply of [1, 1n, '1', Buffer.from('1')]) {
+      expect(await storeAnswering(reply).done('k', '1234', 1000)).toBe(true);
+    }
+    expect(await storeAnswering(Buffer.from('0')).release('k', '1234')).toBe(false);
+    // A nil, an empty string or array, a boolean: Number() would read each as 0 or 1.
+    for (const reply of [null, '', [], [1], false, true, '1.0', ' 1']) {
+      await expect(storeAnswering(reply).done('k', '1234', 1000)).rejects.toMatchObject({
+        name: 'StoreUnavailableError',
+        message: expect.stringContaining('unexpected reply'),
+      });
+    }
+  });
 });
 
 describe('RedisStore resends a command only where it was not applied', () => {
@@ -174,7 +194,7 @@ describe('RedisStore resends a command only where it was not applied', () => {
     expect(log).toEqual(['a EVALSHA', 'a EVAL']);
   });
 
-  it('a deadline that passes during a redirection rejects, and the late answer is dropped', async () => {
+  it('a deadline that passes during a redirection rejects, and nothing is sent after it', async () => {
     const log: string[] = [];
     let found: (commands: RedisCommands) => void = () => {};
     const store = new RedisStore(
@@ -191,9 +211,9 @@ describe('RedisStore resends a command only where it was not applied', () => {
     expect((timedOut as Error).cause).toMatchObject({ name: 'TimeoutError' });
     found(node('b', log, () => null));
     await new Promise((resolve) => setTimeout(resolve, 5));
-    // The node answered after all: the command ran (a timeout means "unknown"), and the
-    // promise, already rejected, stays so.
-    expect(log).toEqual(['a SET', 'b SET']);
+    // The MOVED proved the command was not applied, and the caller has its answer: a resend
+    // now would be a write nobody waits for (a claim holding the key for its TTL).
+    expect(log).toEqual(['a SET']);
     expect(await claim).toBe(timedOut);
   });
 });
@@ -226,7 +246,7 @@ describe('RedisStore settles every operation, whatever the client throws', () =>
         { timeoutMs: 100 },
       );
       await expect(lost.done('k', '1234', 1000)).rejects.toBeInstanceOf(StoreUnavailableError);
-      // One that cannot even be described (a symbol as its message) is passed on as it is.
+      // One whose message is a symbol is wrapped as any other, its cause kept.
       const indescribable = odd(Symbol('no text'));
       const redirected = new RedisStore('TestStore', {
         ...answering(() => {
@@ -236,7 +256,11 @@ describe('RedisStore settles every operation, whatever the client throws', () =>
           throw indescribable;
         },
       });
-      await expect(redirected.claim('k', '1234', 1000)).rejects.toBe(indescribable);
+      await expect(redirected.claim('k', '1234', 1000)).rejects.toMatchObject({
+        name: 'StoreUnavailableError',
+        message: 'TestStore: claim failed: Error (its message is not text)',
+        cause: indescribable,
+      });
       await new Promise((resolve) => setTimeout(resolve, 10));
       expect(unhandled).toEqual([]);
     } finally {

@@ -6,7 +6,9 @@ export default `-- forget-1: delete a claim or watermark record, whoever owns it
 --          -1 when it holds a value hookgate did not write (left as it is).
 local value = redis.call('GET', KEYS[1])
 if not value then return 0 end
-if string.match(value, '^[pd]:[^:]+') or string.match(value, '^%d+$')
+-- The patterns are parseRecord's (@hookgate/core), whole: a value it refuses is left here too.
+if string.match(value, '^[pd]:[^:]+$') or string.match(value, '^[pd]:[^:]+:.')
+  or string.match(value, '^%d+$')
   or string.match(value, '^%-?%d+:.') or string.match(value, '^h:%d+:[^:]+:%-?%d+:.') then
   redis.call('DEL', KEYS[1])
   return 1
