@@ -106,8 +106,9 @@ class Watcher {
   readonly #key: string | null;
   /** The highest id seen. */
   #last = 0;
-  /** The highest id the log has held since the watch began: its ids never go back. */
+  /** The highest id the log has held since the watch began, and its highest at the last poll. */
   #newest = 0;
+  #previous = 0;
   /** Ids below `#last` not seen yet, in ascending order of when they were found. */
   readonly #gaps = new Map<number, Gap>();
   /** The error of the polls failing now, so that a run of failures is reported once. */
@@ -129,7 +130,7 @@ class Watcher {
     // Also a check that the table is there, before saying that it is watched.
     const end = await this.#end();
     this.#last = sinceId ?? end;
-    this.#newest = end;
+    this.#newest = this.#previous = end;
     // From now on: the rows below the newest whose transactions are still open count too.
     if (sinceId === undefined && !this.#signal.aborted) await this.#seedGaps(end);
     if (this.#signal.aborted) return;
@@ -219,13 +220,16 @@ class Watcher {
     if (this.#signal.aborted) return false;
     const first = rows[0];
     if (first === undefined) return false; // the snapshot row is always there
+    // Ids are reused when the log's highest id grows again without passing the highest it held
+    // (deleted rows alone only lower it: the next id is still above every one seen).
     const newest = idOf(first.newest);
-    if (newest < this.#newest) {
+    if (newest > this.#previous && newest <= this.#newest) {
       throw new LogError(
-        `the decision log's newest id went back from ${this.#newest} to ${newest} (emptied with TRUNCATE ... RESTART IDENTITY, or its newest rows deleted): ids after ${this.#last} may be old or new, so the watch stops; start it again`,
+        `the decision log reuses ids (its highest went from ${this.#previous} to ${newest}, below the ${this.#newest} it held: TRUNCATE ... RESTART IDENTITY, or its identity reset): its rows after id ${this.#last} may be old or new, so the watch stops; start it again`,
       );
     }
-    this.#newest = newest;
+    this.#previous = newest;
+    this.#newest = Math.max(this.#newest, newest);
     let read = 0;
     for (const row of rows) {
       if (row.id === null) continue;

@@ -442,7 +442,7 @@ describe('hookgate watch', () => {
     await pool.query(`DROP TABLE IF EXISTS "${LOG}"`);
   });
 
-  it('a log emptied with TRUNCATE ... RESTART IDENTITY under it: exit 1, saying why, rather than silence', async () => {
+  it('a log that reuses ids (TRUNCATE ... RESTART IDENTITY) under it: exit 1, saying why, rather than silence; rows deleted alone change nothing', async () => {
     const table = `hookgate_cli_restart_${run}`;
     const own = new PostgresAuditLog(pool, { table });
     await own.setup();
@@ -465,14 +465,29 @@ describe('hookgate watch', () => {
       ]);
       started.push(watcher);
       await watcher.until(() => watcher.stderr().includes('watching'));
-      await insert('evt:d');
+      await insert('evt:d'); // id 4
       await watcher.until(() => watcher.lines().length === 1);
+      // A retention job that empties the table: the next id, 5, is still new.
+      await pool.query(`DELETE FROM "${table}"`);
+      await new Promise((resolve) => setTimeout(resolve, 200)); // polls that see it empty
+      await insert('evt:e');
+      await watcher.until(() => watcher.lines().length === 2);
+      expect(watcher.lines()[1]).toContain('evt:e');
       await pool.query(`TRUNCATE "${table}" RESTART IDENTITY`);
-      await insert('evt:e'); // id 1, below the 4 already printed
+      // Ids 1, 2, …, below the 5 already printed: once a poll sees the highest id grow again
+      // without passing 5 (a drop alone could be rows deleted), the watch stops.
+      let exited = false;
+      void watcher.exited.then(() => {
+        exited = true;
+      });
+      for (let id = 1; id < 5 && !exited; id++) {
+        await insert(`evt:again_${id}`);
+        await new Promise((resolve) => setTimeout(resolve, 150));
+      }
       const { code, stderr } = await watcher.exited;
       expect(code).toBe(1);
       expect(stderr).toMatch(
-        /hookgate: the decision log's newest id went back from 4 to [01] \(emptied with TRUNCATE/,
+        /hookgate: the decision log reuses ids \(its highest went from [0-3] to [1-4], below the 5 it held/,
       );
     } finally {
       await own.close();
