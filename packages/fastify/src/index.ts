@@ -126,7 +126,7 @@ async function plugin(instance: FastifyInstance, options: HookgateOptions): Prom
    * (which run after this one, and may answer or throw instead of the handler), the response is
    * watched from the claim on, so that it settles the claim whoever answers.
    */
-  const admitting = (watch: boolean) =>
+  const admitter = (watch: boolean) =>
     function hookgatePreHandler(request: FastifyRequest, reply: FastifyReply, next: Next): void {
       const admitting = admit(resolved, rawBodyOf(request, resolved), request.headers);
       const admission = answerOf(admitting);
@@ -139,8 +139,8 @@ async function plugin(instance: FastifyInstance, options: HookgateOptions): Prom
         );
       }
     };
-  const hookgatePreHandler = admitting(false);
-  const watchingPreHandler = admitting(true);
+  const hookgatePreHandler = admitter(false);
+  const watchingPreHandler = admitter(true);
 
   // Each route of the scope gets the hook that admits its deliveries and a handler that settles
   // their claims, together: a route declared in the scope before the plugin gets neither (only
@@ -175,8 +175,9 @@ async function plugin(instance: FastifyInstance, options: HookgateOptions): Prom
             // as the connection closes, while its work may go on: with nothing written, its end
             // says nothing of the app's answer. The claim then waits for what the response
             // writes (Fastify writes nothing once the client is gone: so until claimTtlMs).
+            // Headers written (a stream cut off) say what the answer was.
             const res = reply.raw;
-            if (res.writableEnded || !res.destroyed || !(request as Held)[LATER]) {
+            if (res.headersSent || !res.destroyed || !(request as Held)[LATER]) {
               handled(reply, claim, wire, res.statusCode, undefined);
             } else if (wire === undefined) settleOnWire(res, claim);
           },
@@ -241,10 +242,11 @@ function enter(
  */
 function thenLater(this: FastifyReply, ...args: unknown[]): unknown {
   (this.request as Held)[LATER] = true;
-  return (Object.getPrototypeOf(this) as { then: (...a: unknown[]) => unknown }).then.apply(
-    this,
-    args,
-  );
+  // Fastify's own `then`: the first up the prototype chain that is not this one (a reply
+  // derived from this one, by `Object.create`, inherits this one first).
+  let proto = Object.getPrototypeOf(this) as { then: (...a: unknown[]) => unknown };
+  while (proto.then === thenLater) proto = Object.getPrototypeOf(proto);
+  return proto.then.apply(this, args);
 }
 
 /** The claim of each request that holds one, for the route wrapper. */

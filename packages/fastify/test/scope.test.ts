@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { createGate, type DecisionEvent } from '@hookgate/core';
 import { MemoryStore } from '@hookgate/memory';
 import type { FastifyInstance } from 'fastify';
@@ -485,6 +486,31 @@ for (const [name, fastify] of majors) {
       expect(decisions).toEqual(['new', 'released', 'new']);
       expect((await gate.inspect({ payload: { id: 'evt_goes' } })).state).toBe('processing');
       expect(entered).toBe(2);
+    });
+
+    it('`return reply.send(stream)` cut off by the client: the 200 on the wire marks the claim done', async () => {
+      const decisions: string[] = [];
+      const gate = gateWith(decisions);
+      let streaming!: Readable;
+      await start((app) =>
+        app.register(async (scope) => {
+          await scope.register(hookgate, { gate, verify: false });
+          scope.post('/stream', async (_request, reply) => {
+            streaming = new Readable({ read() {} });
+            streaming.push('first chunk\n');
+            return reply.code(200).send(streaming); // the rest never comes
+          });
+        }),
+      );
+      const client = new AbortController();
+      const res = await fetch(`${url}/stream`, { ...json({ id: 'evt_s' }), signal: client.signal });
+      expect(res.status).toBe(200);
+      const reader = res.body!.getReader();
+      await reader.read(); // the first chunk arrived
+      client.abort();
+      for (let waited = 0; decisions.length < 2 && waited < 5_000; waited += 5) await sleep(5);
+      expect(decisions).toEqual(['new', 'done']);
+      streaming.destroy();
     });
   });
 }
