@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import {
   type Deadlines,
   optionError,
@@ -62,8 +63,12 @@ export interface PgPoolClient extends PgQueryable {
   on?(event: 'error', listener: (error: Error) => void): unknown;
   /** Stop listening. */
   off?(event: 'error', listener: (error: Error) => void): unknown;
-  /** A `pg` client's server process id, for `pg_cancel_backend`. */
+  /** A `pg` client's backend: its process id and secret key, for a cancel request. */
   processID?: number | null;
+  secretKey?: number | null;
+  /** Where a `pg` client connects: a host, or a Unix socket's directory (`/…`), and port. */
+  host?: string;
+  port?: number | string;
 }
 
 /** A `pg` `Pool` (or anything with `query` and `connect`): what transactions need. */
@@ -150,9 +155,9 @@ function guardErrors(client: PgPoolClient): void {
  * to the pool mid-transaction, as is one `work` abandons (`abandon()`, then throw) because a
  * statement of its own passed its deadline: no `ROLLBACK` is queued behind it. A backend
  * waiting on a lock does not notice that its client went away, so that statement is also
- * cancelled (`pg_cancel_backend`, on another connection of the pool, under the deadline, best
- * effort): the server then ends the transaction, uncommitted, and the backend exits, rather
- * than holding a connection slot and its locks until the lock it waits on is released. While checked out, the connection's `'error'` events (a
+ * cancelled (see {@link cancelBackend}): the server then ends the transaction, uncommitted, and
+ * the backend exits, rather than holding a connection slot and its locks until the lock it
+ * waits on is released. While checked out, the connection's `'error'` events (a
  * terminated backend) are listened to, so that they fail the transaction instead of the process.
  *
  * A `COMMIT` that fails (its reply lost with the connection, or late) may have happened. Then
@@ -213,8 +218,8 @@ export async function inTransaction<T>(
     throw error;
   } finally {
     client.off?.('error', onError);
+    if (abandoned) cancelBackend(client, deadlines.timeoutMs);
     client.release(broken);
-    if (abandoned) cancelBackend(pool, deadlines, client.processID);
   }
   // The commit may or may not have happened: ask the database, on another connection.
   if (unknown !== undefined && !(await landed().catch(() => false))) throw unknown;
@@ -222,12 +227,26 @@ export async function inTransaction<T>(
 }
 
 /**
- * Cancel what the backend `pid` is running (a statement that waits on a lock), so that the
- * server ends its transaction now; best effort, not awaited.
+ * Cancel what the backend of `client` is running (a statement that waits on a lock), as libpq's
+ * `PQcancel` does: a CancelRequest with the backend's process id and secret key, on a
+ * connection of its own. It needs no connection of the pool (which may have none free), cannot
+ * reach another backend (the key is the backend's secret; a pid may be reused), and a pooler
+ * such as PgBouncer routes it to the right server. Best effort, not awaited: a connection
+ * still pending after `timeoutMs` is dropped.
  */
-function cancelBackend(pool: PgPool, deadlines: Deadlines, pid: number | null | undefined): void {
-  if (typeof pid !== 'number') return;
-  deadlines.guard(pool.query('SELECT pg_cancel_backend($1)', [pid])).catch(() => {});
+function cancelBackend(client: PgPoolClient, timeoutMs: number): void {
+  const { processID, secretKey, host = 'localhost' } = client;
+  const port = Number(client.port ?? 5432);
+  if (typeof processID !== 'number' || typeof secretKey !== 'number') return;
+  const socket = host.startsWith('/') ? connect(`${host}/.s.PGSQL.${port}`) : connect(port, host);
+  socket.setTimeout(timeoutMs, () => socket.destroy());
+  socket.on('error', () => {});
+  const request = Buffer.alloc(16);
+  request.writeInt32BE(16, 0); // length
+  request.writeInt32BE(80877102, 4); // the CancelRequest code: 1234 << 16 | 5678
+  request.writeInt32BE(processID, 8);
+  request.writeInt32BE(secretKey, 12);
+  socket.end(request); // sent once connected; the server answers by closing
 }
 
 /** Whether `error` is a deadline that passed (as {@link Deadlines} rejects), or wraps one. */
