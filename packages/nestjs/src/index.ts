@@ -134,17 +134,20 @@ export const Webhook: () => ParameterDecorator = createParamDecorator(
 /**
  * Whether Nest sends the value a route's handler returns: not when the handler takes the
  * response (`@Res()`) or `@Next()` without `passthrough: true`, as Nest's router decides it
- * (from the metadata its parameter decorators leave on the controller). Cached per handler.
+ * (from the metadata its parameter decorators leave on the controller, under the method's
+ * name: found by the handler itself, since a decorator that wraps the method may rename the
+ * function). Cached per handler.
  */
 function sendsItsResponse(context: ExecutionContext): boolean {
   const handler = context.getHandler();
   let sends = sending.get(handler);
   if (sends === undefined) {
     const controller = context.getClass();
+    const name = methodName(controller, handler);
     const meta = (key: string) =>
       (
         Reflect as unknown as { getMetadata?: (k: string, t: object, p: string) => unknown }
-      ).getMetadata?.(key, controller, handler.name);
+      ).getMetadata?.(key, controller, name);
     const params = Object.keys((meta(ROUTE_ARGS_METADATA) as object | undefined) ?? {});
     const takesResponse = params.some((key) => TAKES_RESPONSE.has(key.split(':')[0]!));
     sends = !takesResponse || meta(RESPONSE_PASSTHROUGH_METADATA) === true;
@@ -154,6 +157,19 @@ function sendsItsResponse(context: ExecutionContext): boolean {
 }
 
 const sending = new WeakMap<object, boolean>();
+
+/** The name under which `controller`'s prototype chain holds `handler`, else its own name. */
+function methodName(
+  controller: { prototype?: object },
+  handler: object & { name: string },
+): string {
+  for (let proto = controller.prototype; proto != null; proto = Object.getPrototypeOf(proto)) {
+    for (const name of Object.getOwnPropertyNames(proto)) {
+      if (Object.getOwnPropertyDescriptor(proto, name)?.value === handler) return name;
+    }
+  }
+  return handler.name;
+}
 /** `@nestjs/common`'s metadata keys, and `RouteParamtypes.RESPONSE` and `.NEXT`. */
 const ROUTE_ARGS_METADATA = '__routeArguments__';
 const RESPONSE_PASSTHROUGH_METADATA = '__responsePassthrough__';

@@ -74,5 +74,43 @@ for (const platform of PLATFORMS) {
       expect(handled).toBe(1);
       expect(decisions).toEqual(['new', 'done', 'duplicate', 'unverified']);
     });
+
+    it('@Res() on a method a decorator wrapped in a function of another name: the duplicate is answered', async () => {
+      const gate = createGate({ store: new MemoryStore(), eventId: 'id' });
+      /** As tracing and logging decorators do: the method becomes a wrapper named otherwise. */
+      const Traced = (): MethodDecorator => (_target, _key, descriptor) => {
+        const original = descriptor.value as unknown as (...args: unknown[]) => unknown;
+        descriptor.value = function traced(this: unknown, ...args: unknown[]) {
+          return original.apply(this, args);
+        } as never;
+      };
+
+      @Controller()
+      class Hooks {
+        @Post('webhook')
+        @UseInterceptors(new WebhookInterceptor({ gate, verify: false }))
+        @Traced()
+        receive(@Webhook() event: WebhookEvent, @Res() res: PlatformResponse): void {
+          const body = { status: 'processed', key: event.key };
+          if (res.code !== undefined) res.code(200).send(body);
+          else res.status!(200).json(body);
+        }
+      }
+      @Module({ controllers: [Hooks] })
+      class HooksModule {}
+      const server = await serve(await createApp(platform, HooksModule));
+      closers.push(() => server.close());
+      const post = async () => {
+        const res = await fetch(`${server.url}/webhook`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: '{"id":"evt_1"}',
+          signal: AbortSignal.timeout(5_000),
+        });
+        return { status: res.status, body: await res.json() };
+      };
+      expect(await post()).toMatchObject({ status: 200, body: { key: 'evt:evt_1' } });
+      expect(await post()).toEqual({ status: 200, body: { status: 'duplicate' } });
+    });
   });
 }

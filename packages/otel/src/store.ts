@@ -66,15 +66,16 @@ export function instrumentStore(store: ClaimStore, telemetry: TelemetryOptions =
       };
       try {
         storeDuration.record((performance.now() - started) / 1000, attributes);
+        if (span === undefined) return;
+        if (failed) {
+          span.recordException(error instanceof Error ? error : messageOf(error));
+          span.setStatus({ code: SpanStatusCode.ERROR, message: messageOf(error) });
+        }
+        span.end();
       } catch {
-        // A meter that throws (an exporter's bug) must not change what the store answered.
+        // A meter or tracer that throws (an exporter's bug) must not change what the store
+        // answered.
       }
-      if (span === undefined) return;
-      if (failed) {
-        span.recordException(error instanceof Error ? error : String(error));
-        span.setStatus({ code: SpanStatusCode.ERROR, message: messageOf(error) });
-      }
-      span.end();
     };
     let result: Promise<T>;
     try {

@@ -348,12 +348,13 @@ function integerOf(reply: unknown): number {
     typeof reply === 'string'
       ? reply
       : reply instanceof Uint8Array
-        ? new TextDecoder().decode(reply)
+        ? utf8.decode(reply)
         : undefined;
   return text !== undefined && INTEGER.test(text) ? Number(text) : Number.NaN;
 }
 
 const INTEGER = /^-?\d+$/;
+const utf8 = new TextDecoder();
 
 function isOne(code: number): boolean {
   return code === 1;
