@@ -146,8 +146,17 @@ export class RedisCluster {
       await source.command('MIGRATE', target.host, target.port, '', 0, 10_000, 'KEYS', ...keys);
       if (pauseMs > 0) await sleep(pauseMs);
     }
-    for (const node of topology.filter((entry) => entry.role === 'master')) {
-      await this.server(node.port).command('CLUSTER', 'SETSLOT', slot, 'NODE', idOf(target));
+    // The order the Redis docs give: the target first (it owns the slot before anyone points a
+    // client at it), then the source, then the other masters. The other way round, the source
+    // can send a client to a target that still sends it back.
+    const masters = topology.filter((entry) => entry.role === 'master').map((node) => node.port);
+    const order = [
+      target.port,
+      source.port,
+      ...masters.filter((port) => port !== target.port && port !== source.port),
+    ];
+    for (const port of order) {
+      await this.server(port).command('CLUSTER', 'SETSLOT', slot, 'NODE', idOf(target));
     }
     return true;
   }
