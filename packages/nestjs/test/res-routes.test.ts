@@ -21,6 +21,30 @@ type PlatformResponse = {
   status?: (status: number) => { json: (body: unknown) => void };
 };
 
+/** What the handlers answer a new event with, through the response they took. */
+function processed(res: PlatformResponse, event: WebhookEvent): void {
+  const body = { status: 'processed', key: event.key };
+  if (res.code !== undefined) res.code(200).send(body);
+  else res.status!(200).json(body);
+}
+
+/** Serve `controller` on `platform`; the function returned posts a JSON body (one hanging fails). */
+async function serving(platform: (typeof PLATFORMS)[number], controller: new () => object) {
+  @Module({ controllers: [controller] })
+  class HooksModule {}
+  const server = await serve(await createApp(platform, HooksModule));
+  closers.push(() => server.close());
+  return async (body: string) => {
+    const res = await fetch(`${server.url}/webhook`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+      signal: AbortSignal.timeout(5_000), // a hanging answer fails the test, not the run
+    });
+    return { status: res.status, type: res.headers.get('content-type'), body: await res.json() };
+  };
+}
+
 for (const platform of PLATFORMS) {
   describe(platform, () => {
     it('@Res() without passthrough: the handler answers a new event, the interceptor a duplicate and a 401', async () => {
@@ -39,28 +63,10 @@ for (const platform of PLATFORMS) {
         @UseInterceptors(new WebhookInterceptor({ gate, verify }))
         receive(@Webhook() event: WebhookEvent, @Res() res: PlatformResponse): void {
           handled++;
-          const body = { status: 'processed', key: event.key };
-          if (res.code !== undefined) res.code(200).send(body);
-          else res.status!(200).json(body);
+          processed(res, event);
         }
       }
-      @Module({ controllers: [Hooks] })
-      class HooksModule {}
-      const server = await serve(await createApp(platform, HooksModule));
-      closers.push(() => server.close());
-      const post = async (body: string) => {
-        const res = await fetch(`${server.url}/webhook`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body,
-          signal: AbortSignal.timeout(5_000), // a hanging answer fails the test, not the run
-        });
-        return {
-          status: res.status,
-          type: res.headers.get('content-type'),
-          body: await res.json(),
-        };
-      };
+      const post = await serving(platform, Hooks);
       expect(await post('{"id":"evt_1"}')).toMatchObject({
         status: 200,
         body: { key: 'evt:evt_1' },
@@ -91,26 +97,18 @@ for (const platform of PLATFORMS) {
         @UseInterceptors(new WebhookInterceptor({ gate, verify: false }))
         @Traced()
         receive(@Webhook() event: WebhookEvent, @Res() res: PlatformResponse): void {
-          const body = { status: 'processed', key: event.key };
-          if (res.code !== undefined) res.code(200).send(body);
-          else res.status!(200).json(body);
+          processed(res, event);
         }
       }
-      @Module({ controllers: [Hooks] })
-      class HooksModule {}
-      const server = await serve(await createApp(platform, HooksModule));
-      closers.push(() => server.close());
-      const post = async () => {
-        const res = await fetch(`${server.url}/webhook`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: '{"id":"evt_1"}',
-          signal: AbortSignal.timeout(5_000),
-        });
-        return { status: res.status, body: await res.json() };
-      };
-      expect(await post()).toMatchObject({ status: 200, body: { key: 'evt:evt_1' } });
-      expect(await post()).toEqual({ status: 200, body: { status: 'duplicate' } });
+      const post = await serving(platform, Hooks);
+      expect(await post('{"id":"evt_1"}')).toMatchObject({
+        status: 200,
+        body: { key: 'evt:evt_1' },
+      });
+      expect(await post('{"id":"evt_1"}')).toMatchObject({
+        status: 200,
+        body: { status: 'duplicate' },
+      });
     });
   });
 }
