@@ -392,7 +392,7 @@ interface Queryable {
 
 /**
  * A log the watch cannot follow, which trying again will not change: an id past 2^53 - 1 (a
- * number no longer counts them one by one), or ids that went back.
+ * number no longer counts them one by one), or ids reused.
  */
 class LogError extends Error {}
 
