@@ -63,11 +63,13 @@ export interface PgPoolClient extends PgQueryable {
   on?(event: 'error', listener: (error: Error) => void): unknown;
   /** Stop listening. */
   off?(event: 'error', listener: (error: Error) => void): unknown;
-  /** A `pg` client's backend: its process id and secret key, for a cancel request. */
+  /** A `pg` client's backend process id, for a cancel request. */
   processID?: number | null;
+  /** A `pg` client's backend secret key, for a cancel request. */
   secretKey?: number | null;
-  /** Where a `pg` client connects: a host, or a Unix socket's directory (`/…`), and port. */
+  /** Where a `pg` client connects: a host, or a Unix socket's directory (`/…`). */
   host?: string;
+  /** The port a `pg` client connects to. */
   port?: number | string;
 }
 
