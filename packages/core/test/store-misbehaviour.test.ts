@@ -111,7 +111,7 @@ const throwingMessage = () => {
   return e;
 };
 
-const within = <T>(p: Promise<T>, ms = 500) =>
+const within = <T>(p: Promise<T>, ms = 5_000) =>
   Promise.race([
     p.then(
       (v) => ({ settled: 'resolved' as const, v }),

@@ -450,11 +450,13 @@ for (const [name, fastify] of majors) {
       const gate = gateWith(decisions);
       let entered = 0;
       const answers: (() => void)[] = [];
+      let closed = 0; // responses the server saw close (ended, or their connection gone)
       await start((app) =>
         app.register(async (scope) => {
           await scope.register(hookgate, { gate, verify: false });
           scope.post('/later', async (_request, reply) => {
             entered++;
+            reply.raw.once('close', () => closed++);
             // Fastify's "answer later": the work goes on after the handler returns.
             answers.push(() => reply.code(500).send({ status: 'failed' }));
             return reply;
@@ -480,9 +482,11 @@ for (const [name, fastify] of majors) {
       await waitFor(() => answers.length === 2);
       client.abort();
       expect(await goes.catch((error: unknown) => error)).toBeInstanceOf(Error);
-      await sleep(50);
+      // The reply's promise resolves on the close; a settle it made would be reported at once.
+      await waitFor(() => closed === 2);
+      await new Promise((resolve) => setImmediate(resolve));
       answers[1]!();
-      await sleep(50);
+      await new Promise((resolve) => setImmediate(resolve));
       expect(decisions).toEqual(['new', 'released', 'new']);
       expect((await gate.inspect({ payload: { id: 'evt_goes' } })).state).toBe('processing');
       expect(entered).toBe(2);
